@@ -1,0 +1,51 @@
+"""Engine: the whole domain behind one call. Events go in in stream order; each gets its
+cluster's next seq, is folded into that cluster's state, and triggers a scheduling cycle when
+the cluster's clock says so. Replay and the streaming worker both drive this one class, so
+they cannot disagree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from domain.decisions import Decision
+from domain.events import Inbound, ScheduleMarker
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.cycle import run_cycle
+from domain.state import ClusterState
+
+
+@dataclass(frozen=True, slots=True)
+class Processed:
+    cluster: str
+    seq: int
+    decisions: list[Decision]
+
+
+class Engine:
+    """Per-cluster states and the rule for when cycles run.
+
+    ``on_markers(cluster)`` says whether the cluster's stream carries SCHEDULE markers: then
+    cycles run only at markers; otherwise a cycle runs after every event (CONTRACT section 1).
+    A cluster switches to markers for good when its first marker arrives.
+    """
+
+    def __init__(self, config: SchedulerConfig, on_markers: Callable[[str], bool] = lambda _: False) -> None:
+        self.config = config
+        self._on_markers = on_markers
+        self.clusters: dict[str, ClusterState] = {}
+
+    def state(self, cluster: str) -> ClusterState:
+        state = self.clusters.get(cluster)
+        if state is None:
+            state = self.clusters[cluster] = ClusterState(cluster, on_markers=self._on_markers(cluster))
+        return state
+
+    def handle(self, event: Inbound) -> Processed:
+        state = self.state(event.cluster)
+        seq = state.next_seq
+        state.next_seq += 1
+        state.apply(event)
+        if isinstance(event, ScheduleMarker) or not state.on_markers:
+            return Processed(event.cluster, seq, run_cycle(state, self.config, seq=seq))
+        return Processed(event.cluster, seq, [])

@@ -1,0 +1,158 @@
+"""Inbound facts: one line of CONTRACT section 1 parsed into a typed event, or rejected.
+
+A line is a Kubernetes watch event (ADDED, MODIFIED, DELETED, BOOKMARK) carrying a whole
+object, or a SCHEDULE marker carrying the scheduler's clock. Parsing checks the envelope,
+then converts the object into its kind's typed struct; any problem raises ``InvalidEvent``
+whose message says what is wrong and where (a JSON path such as ``$.object.spec.nodeName``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+import msgspec
+
+from domain import kinds
+from domain.kinds import KubeObject
+from domain.quantity import InvalidQuantity, Quantity, parse_milli
+
+DEFAULT_CLUSTER = "default"
+
+
+class EventType(StrEnum):
+    """The ``type`` of a line; the first four are the API server's watch event types."""
+
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+    BOOKMARK = "BOOKMARK"
+    SCHEDULE = "SCHEDULE"
+
+
+class InvalidEvent(ValueError):
+    """A line that cannot be accepted; the message is the reason written to the rejects sink."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """ADDED, MODIFIED or DELETED of a known kind, with the whole object."""
+
+    cluster: str
+    type: EventType
+    obj: KubeObject
+
+
+@dataclass(frozen=True, slots=True)
+class Bookmark:
+    """A watch BOOKMARK: only advances progress."""
+
+    cluster: str
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleMarker:
+    """A SCHEDULE marker: a scheduling cycle runs here, ``time`` is the scheduler clock."""
+
+    cluster: str
+    time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownKind:
+    """A well-formed watch event of a kind (or API version) we do not schedule: counted, skipped."""
+
+    cluster: str
+    type: EventType
+    api_version: str
+    kind: str
+
+
+Inbound = WatchEvent | Bookmark | ScheduleMarker | UnknownKind
+
+
+class _Envelope(msgspec.Struct, frozen=True):
+    type: str
+    object: dict[str, Any] | None = None
+    cluster: str = DEFAULT_CLUSTER
+    time: Annotated[datetime, msgspec.Meta(tz=True)] | None = None
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+_WATCH_TYPES = frozenset({EventType.ADDED, EventType.MODIFIED, EventType.DELETED})
+
+
+def _quantity_hook(tp: type, obj: Any) -> Any:
+    if tp is Quantity:
+        try:
+            return parse_milli(obj)
+        except InvalidQuantity as exc:
+            raise ValueError(str(exc)) from None
+    raise NotImplementedError
+
+
+def _at_object(error: msgspec.ValidationError) -> str:
+    return str(error).replace("`$", "`$.object", 1)
+
+
+def parse_event(line: bytes | str) -> Inbound:
+    """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
+    try:
+        envelope = _ENVELOPE.decode(line)
+    except msgspec.ValidationError as exc:
+        raise InvalidEvent(f"invalid event: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidEvent(f"not JSON: {exc}") from None
+    if not envelope.cluster:
+        raise InvalidEvent("invalid event: `cluster` is empty - at `$.cluster`")
+    try:
+        event_type = EventType(envelope.type)
+    except ValueError:
+        allowed = ", ".join(t.value for t in EventType)
+        raise InvalidEvent(f"unknown event type {envelope.type!r} (expected one of {allowed}) - at `$.type`") from None
+    if event_type is EventType.SCHEDULE:
+        if envelope.time is None:
+            raise InvalidEvent("SCHEDULE marker lacks `time` - at `$.time`")
+        return ScheduleMarker(envelope.cluster, envelope.time)
+    return _parse_watch(envelope, event_type)
+
+
+def _parse_watch(envelope: _Envelope, event_type: EventType) -> Inbound:
+    obj = envelope.object
+    if obj is None:
+        raise InvalidEvent("watch event lacks `object` - at `$.object`")
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        raise InvalidEvent("object lacks `metadata` - at `$.object.metadata`")
+    if event_type is EventType.BOOKMARK:
+        version = metadata.get("resourceVersion", "")
+        if not isinstance(version, str):
+            raise InvalidEvent("Expected `str` - at `$.object.metadata.resourceVersion`")
+        return Bookmark(envelope.cluster, version)
+    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        raise InvalidEvent("object lacks `metadata.name` - at `$.object.metadata.name`")
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    for field, value in (("apiVersion", api_version), ("kind", kind)):
+        if not isinstance(value, str) or not value:
+            raise InvalidEvent(f"object lacks `{field}` - at `$.object.{field}`")
+    assert isinstance(api_version, str) and isinstance(kind, str)
+    object_type = kinds.lookup(api_version, kind)
+    if object_type is None:
+        return UnknownKind(envelope.cluster, event_type, api_version, kind)
+    try:
+        typed = msgspec.convert(obj, object_type, dec_hook=_quantity_hook)
+    except msgspec.ValidationError as exc:
+        raise InvalidEvent(f"invalid {kind}: {_at_object(exc)}") from None
+    return WatchEvent(envelope.cluster, event_type, typed)
+
+
+def peek_cluster(line: bytes | str) -> tuple[str, bool] | None:
+    """(cluster, is_marker) of a line without validating the object; None if not an envelope."""
+    try:
+        envelope = _ENVELOPE.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return envelope.cluster, envelope.type == EventType.SCHEDULE

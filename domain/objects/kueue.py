@@ -1,0 +1,170 @@
+"""Kueue kinds (kueue.x-k8s.io v1beta1 and v1beta2): ResourceFlavor, Topology, Cohort,
+ClusterQueue, LocalQueue and Workload. Where v1beta2 renamed a field (``cohort`` ->
+``cohortName``, ``parent`` -> ``parentName``) both spellings are accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Struct
+
+from domain.objects.core import PodTemplate, Taint, Toleration
+from domain.objects.meta import Condition, ObjectMeta
+from domain.quantity import Quantity
+
+
+class ResourceFlavorSpec(Struct, rename="camel", frozen=True, kw_only=True):
+    node_labels: dict[str, str] = {}
+    node_taints: list[Taint] = []
+    tolerations: list[Toleration] = []
+    topology_name: str | None = None
+
+
+class ResourceFlavor(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: ResourceFlavorSpec = ResourceFlavorSpec()
+
+
+class TopologyLevel(Struct, rename="camel", frozen=True, kw_only=True):
+    node_label: str
+
+
+class TopologySpec(Struct, rename="camel", frozen=True, kw_only=True):
+    levels: list[TopologyLevel] = []
+
+
+class Topology(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: TopologySpec = TopologySpec()
+
+
+class ResourceQuota(Struct, rename="camel", frozen=True, kw_only=True):
+    name: str
+    nominal_quota: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+class FlavorQuotas(Struct, rename="camel", frozen=True, kw_only=True):
+    name: str
+    resources: list[ResourceQuota] = []
+
+
+class ResourceGroup(Struct, rename="camel", frozen=True, kw_only=True):
+    covered_resources: list[str] = []
+    flavors: list[FlavorQuotas] = []
+
+
+class FairSharing(Struct, rename="camel", frozen=True, kw_only=True):
+    weight: Quantity | None = None
+
+
+class CohortSpec(Struct, rename="camel", frozen=True, kw_only=True):
+    parent_name: str = ""
+    parent: str = ""
+    resource_groups: list[ResourceGroup] = []
+    fair_sharing: FairSharing | None = None
+
+    def parent_cohort(self) -> str:
+        return self.parent_name or self.parent
+
+
+class Cohort(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: CohortSpec = CohortSpec()
+
+
+class BorrowWithinCohort(Struct, rename="camel", frozen=True, kw_only=True):
+    policy: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+class ClusterQueuePreemption(Struct, rename="camel", frozen=True, kw_only=True):
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: BorrowWithinCohort | None = None
+
+
+class LabelSelectorRequirement(Struct, rename="camel", frozen=True, kw_only=True):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(Struct, rename="camel", frozen=True, kw_only=True):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
+    cohort_name: str = ""
+    cohort: str = ""
+    resource_groups: list[ResourceGroup] = []
+    queueing_strategy: str = "BestEffortFIFO"
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    namespace_selector: LabelSelector | None = None
+    stop_policy: str = "None"
+    fair_sharing: FairSharing | None = None
+
+    def cohort_of(self) -> str:
+        return self.cohort_name or self.cohort
+
+
+class ClusterQueue(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: ClusterQueueSpec = ClusterQueueSpec()
+
+
+class LocalQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
+    cluster_queue: str = ""
+
+
+class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: LocalQueueSpec = LocalQueueSpec()
+
+
+class PodSetTopologyRequest(Struct, rename="camel", frozen=True, kw_only=True):
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool | None = None
+
+
+class PodSet(Struct, rename="camel", frozen=True, kw_only=True):
+    name: str = "main"
+    count: int = 1
+    min_count: int | None = None
+    template: PodTemplate = PodTemplate()
+    topology_request: PodSetTopologyRequest | None = None
+
+
+class WorkloadSpec(Struct, rename="camel", frozen=True, kw_only=True):
+    queue_name: str = ""
+    pod_sets: list[PodSet] = []
+    priority: int | None = None
+    priority_class_name: str = ""
+    active: bool = True
+
+
+class WorkloadStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    conditions: list[Condition] = []
+    admission: dict[str, Any] | None = None
+    unhealthy_nodes: list[dict[str, Any]] = []
+
+
+class Workload(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: WorkloadSpec = WorkloadSpec()
+    status: WorkloadStatus = WorkloadStatus()

@@ -1,0 +1,133 @@
+"""SchedulerConfig: the ``--config`` file in the shape of ``volcano-scheduler.conf``.
+
+``actions`` is a comma-separated list, ``tiers`` a list of ``plugins`` lists; Kueue settings
+live under ``kueue``. Unknown actions, plugins and keys are errors that name them, so a typo
+never silently changes scheduling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+PLUGINS = (
+    "priority",
+    "gang",
+    "conformance",
+    "drf",
+    "predicates",
+    "proportion",
+    "capacity",
+    "nodeorder",
+    "binpack",
+    "network-topology-aware",
+)
+DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
+DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
+
+_TOP_KEYS = frozenset({"actions", "tiers", "configurations", "kueue", "schedulerName", "ibClusterLabel"})
+_PLUGIN_KEYS = frozenset(
+    {
+        "name",
+        "arguments",
+        "enableHierarchy",
+        "enabledHierarchy",
+        "enabledJobOrder",
+        "enabledNamespaceOrder",
+        "enabledJobReady",
+        "enabledJobPipelined",
+        "enabledTaskOrder",
+        "enabledPreemptable",
+        "enabledReclaimable",
+        "enablePreemptive",
+        "enabledQueueOrder",
+        "enabledPredicate",
+        "enabledBestNode",
+        "enabledNodeOrder",
+        "enabledTargetJob",
+        "enabledReservedNodes",
+        "enabledJobEnqueued",
+        "enabledVictim",
+        "enabledJobStarving",
+        "enabledOverused",
+        "enabledAllocatable",
+        "enabledClusterOrder",
+    }
+)
+_KUEUE_KEYS = frozenset({"fairSharing", "waitForPodsReady", "failFast"})
+
+
+class ConfigError(ValueError):
+    """The configuration names something unknown or has a value of the wrong shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginConfig:
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    actions: tuple[str, ...] = DEFAULT_ACTIONS
+    tiers: tuple[tuple[PluginConfig, ...], ...] = tuple(
+        tuple(PluginConfig(name) for name in tier) for tier in DEFAULT_TIERS
+    )
+    scheduler_name: str = "volcano"
+    ib_cluster_label: str = "volcano.sh/ib-cluster"
+    kueue: Mapping[str, Any] = field(default_factory=dict)
+
+    def plugin_names(self) -> frozenset[str]:
+        return frozenset(p.name for tier in self.tiers for p in tier)
+
+
+def _unknown(kind: str, names: object, allowed: frozenset[str] | tuple[str, ...], where: str) -> None:
+    bad = sorted(set(names) - set(allowed))  # type: ignore[call-overload]
+    if bad:
+        raise ConfigError(f"unknown {kind} {', '.join(repr(b) for b in bad)} in {where}")
+
+
+def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
+    """Validate a parsed YAML document and build the config; defaults fill what is missing."""
+    if data is None:
+        return SchedulerConfig()
+    if not isinstance(data, Mapping):
+        raise ConfigError("the configuration must be a mapping")
+    _unknown("key", data, _TOP_KEYS, "the configuration")
+    defaults = SchedulerConfig()
+    actions = defaults.actions
+    if "actions" in data:
+        if not isinstance(data["actions"], str):
+            raise ConfigError("'actions' must be a comma-separated string")
+        actions = tuple(a.strip() for a in data["actions"].split(",") if a.strip())
+        _unknown("action", actions, ACTIONS, "'actions'")
+    tiers = defaults.tiers
+    if "tiers" in data:
+        tiers = tuple(_tier(i, tier) for i, tier in enumerate(data["tiers"] or ()))
+    kueue = data.get("kueue") or {}
+    if not isinstance(kueue, Mapping):
+        raise ConfigError("'kueue' must be a mapping")
+    _unknown("key", kueue, _KUEUE_KEYS, "'kueue'")
+    return SchedulerConfig(
+        actions=actions,
+        tiers=tiers,
+        scheduler_name=str(data.get("schedulerName", defaults.scheduler_name)),
+        ib_cluster_label=str(data.get("ibClusterLabel", defaults.ib_cluster_label)),
+        kueue=dict(kueue),
+    )
+
+
+def _tier(index: int, tier: Any) -> tuple[PluginConfig, ...]:
+    if not isinstance(tier, Mapping) or set(tier) != {"plugins"}:
+        raise ConfigError(f"tier {index} must be a mapping with only 'plugins'")
+    plugins = []
+    for entry in tier["plugins"] or ():
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            raise ConfigError(f"every plugin in tier {index} needs a 'name'")
+        _unknown("plugin", [entry["name"]], PLUGINS, f"tier {index}")
+        _unknown("key", entry, _PLUGIN_KEYS, f"plugin {entry['name']!r}")
+        options = {k: v for k, v in entry.items() if k != "name"}
+        plugins.append(PluginConfig(entry["name"], options))
+    return tuple(plugins)

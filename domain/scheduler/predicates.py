@@ -1,0 +1,95 @@
+"""Predicates: can this pod run on this node? Resource fit, node selector and required node
+affinity, taints and tolerations, unschedulable and not-ready nodes. Each failed check is a
+short reason in Kubernetes' wording; FitSummary turns many of them into one sorted message."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from domain.objects.core import Node, NodeSelectorRequirement, Pod
+from domain.quantity import shortfall
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+NOT_READY = "node(s) were not ready"
+SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+UNTOLERATED_TAINT = "node(s) had untolerated taint"
+_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+def _requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    value = labels.get(req.key)
+    if req.operator == "In":
+        return value is not None and value in req.values
+    if req.operator == "NotIn":
+        return value is None or value not in req.values
+    if req.operator == "Exists":
+        return value is not None
+    if req.operator == "DoesNotExist":
+        return value is None
+    if req.operator in ("Gt", "Lt") and value is not None and value.lstrip("-").isdigit() and req.values:
+        bound = req.values[0]
+        if not bound.lstrip("-").isdigit():
+            return False
+        return int(value) > int(bound) if req.operator == "Gt" else int(value) < int(bound)
+    return False
+
+
+def matches_node(pod: Pod, node: Node) -> bool:
+    """nodeSelector and requiredDuringScheduling node affinity (terms ORed, expressions ANDed)."""
+    labels = node.metadata.labels
+    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
+        return False
+    affinity = pod.spec.affinity
+    required = (
+        affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if (affinity and affinity.node_affinity)
+        else None
+    )
+    if required is None or not required.node_selector_terms:
+        return True
+    fields = {"metadata.name": node.metadata.name}
+    return any(
+        all(_requirement_matches(r, labels) for r in term.match_expressions)
+        and all(_requirement_matches(r, fields) for r in term.match_fields)
+        and (term.match_expressions or term.match_fields)
+        for term in required.node_selector_terms
+    )
+
+
+def tolerates_taints(pod: Pod, node: Node) -> bool:
+    return all(
+        any(t.tolerates(taint) for t in pod.spec.tolerations)
+        for taint in node.spec.taints
+        if taint.effect in _BLOCKING_EFFECTS
+    )
+
+
+def fit_failures(pod: Pod, request: Mapping[str, int], node: Node, free: Mapping[str, int]) -> list[str]:
+    """Why ``pod`` cannot run on ``node`` with ``free`` resources left; empty when it fits."""
+    if node.spec.unschedulable:
+        return [UNSCHEDULABLE]
+    if not node.is_ready():
+        return [NOT_READY]
+    if not matches_node(pod, node):
+        return [SELECTOR_MISMATCH]
+    if not tolerates_taints(pod, node):
+        return [UNTOLERATED_TAINT]
+    return [f"Insufficient {name}" for name in shortfall(request, free)]
+
+
+class FitSummary:
+    """Counts node-level failure reasons: "0/3 nodes are unavailable: 2 Insufficient cpu, 1 ..."."""
+
+    def __init__(self, nodes: int) -> None:
+        self.nodes = nodes
+        self.reasons: Counter[str] = Counter()
+
+    def add(self, reasons: list[str]) -> None:
+        self.reasons.update(reasons)
+
+    def message(self) -> str:
+        if self.nodes == 0:
+            return "0/0 nodes are unavailable: no nodes in the cluster."
+        parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
+        return f"0/{self.nodes} nodes are unavailable: {parts}."

@@ -1,0 +1,141 @@
+"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, db upgrade."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+import yaml
+
+from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
+from services import logging as log
+from services.config import Settings
+
+
+def load_config(path: Path | None) -> SchedulerConfig:
+    if path is None:
+        return SchedulerConfig()
+    try:
+        data = yaml.safe_load(path.read_text())
+        return from_mapping(data)
+    except (ConfigError, yaml.YAMLError) as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint="--config") from None
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Scheduler configuration (YAML, volcano-scheduler.conf shape).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """schedstream: an event-sourced batch scheduler for Kubernetes-style clusters."""
+
+
+@main.command()
+@click.argument("events", nargs=-1, required=True)
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Decisions file (JSONL).")
+@click.option("--rejects", "rejects_path", type=click.Path(dir_okay=False), help="Rejected lines with reasons.")
+@click.option("--db", "db_url", default="sqlite://", show_default=True, help="Store URL (default: in memory).")
+@config_option
+def replay(
+    events: tuple[str, ...], out_path: str, rejects_path: str | None, db_url: str, config_path: Path | None
+) -> None:
+    """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
+    from services.replay import replay as run_replay
+
+    settings = Settings.from_env()
+    log.configure(settings.log_level, settings.log_format)
+    logger = log.get("schedstream.replay")
+    config = load_config(config_path)
+    rejects: BinaryIO | None = None
+    try:
+        with open(out_path, "wb") as out:
+            if rejects_path:
+                rejects = open(rejects_path, "wb")  # noqa: SIM115 - closed below
+            summary = run_replay(list(events), out, config=config, rejects_out=rejects, db_url=db_url)
+    except OSError as exc:
+        raise click.FileError(getattr(exc, "filename", None) or out_path, hint=exc.strerror or str(exc)) from None
+    finally:
+        if rejects is not None:
+            rejects.close()
+    for reject in summary.rejects:
+        logger.warning("rejected", position=reject.position, reason=reject.reason)
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(summary.decisions.items())) or "none"
+    click.echo(f"{summary.events} events, {len(summary.rejects)} rejected; decisions: {kinds}", err=True)
+
+
+@main.command()
+@config_option
+@click.option("--db", "db_url", help="Store URL (default: $SCHEDSTREAM_DB_URL or sqlite:///schedstream.db).")
+@click.option("--exit-when-idle", type=float, help="Stop cleanly after this many seconds without input.")
+def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float | None) -> None:
+    """Run the streaming service on Kafka (cluster-events -> scheduler-decisions)."""
+    import faust
+
+    from services.store.store import Store
+    from services.stream.app import create_app
+    from services.stream.topics import ensure_topics
+
+    settings = Settings.from_env()
+    if db_url:
+        settings = replace(settings, db_url=db_url)
+    log.configure(settings.log_level, settings.log_format)
+    config = load_config(config_path)
+    Store(settings.db_url).upgrade()
+    topics = [settings.events_topic, settings.dlq_topic, settings.decisions_topic]
+    asyncio.run(ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    app = create_app(settings, config, exit_when_idle=exit_when_idle)
+    faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True).execute_from_commandline()
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("--topic", help="Events topic (default: $SCHEDSTREAM_EVENTS_TOPIC or cluster-events).")
+def produce(files: tuple[str, ...], topic: str | None) -> None:
+    """Feed event FILES ('-' is stdin) into the events topic, one message per line."""
+    from services.inputs import read_records
+    from services.produce import produce as run_produce
+
+    settings = Settings.from_env()
+    try:
+        records = read_records(files)
+    except OSError as exc:
+        raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
+    sent = asyncio.run(
+        run_produce(
+            records,
+            bootstrap=settings.kafka_bootstrap,
+            topic=topic or settings.events_topic,
+            partitions=settings.partitions,
+        )
+    )
+    click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)
+
+
+@main.group()
+def db() -> None:
+    """Database schema commands."""
+
+
+@db.command()
+@click.option("--db", "db_url", help="Store URL (default: $SCHEDSTREAM_DB_URL or sqlite:///schedstream.db).")
+def upgrade(db_url: str | None) -> None:
+    """Create or migrate the schema to the newest revision."""
+    from services.store.store import Store
+
+    url = db_url or Settings.from_env().db_url
+    Store(url).upgrade()
+    click.echo(f"schema is current at {url.split('@')[-1]}", err=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Settings of the service, from environment variables (every one is listed in the README)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DB_URL = "sqlite:///schedstream.db"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    db_url: str = DEFAULT_DB_URL
+    events_topic: str = "cluster-events"
+    decisions_topic: str = "scheduler-decisions"
+    partitions: int = 4
+    app_id: str = "schedstream"
+    schedule_period: float = 1.0
+    batch_size: int = 500
+    batch_within: float = 0.2
+    data_dir: Path = Path(".schedstream")
+    log_format: str = "auto"
+    log_level: str = "info"
+
+    @property
+    def dlq_topic(self) -> str:
+        return f"{self.events_topic}.dlq"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        e = os.environ if env is None else env
+        d = cls()
+        return cls(
+            kafka_bootstrap=e.get("SCHEDSTREAM_KAFKA_BOOTSTRAP", d.kafka_bootstrap),
+            db_url=e.get("SCHEDSTREAM_DB_URL", d.db_url),
+            events_topic=e.get("SCHEDSTREAM_EVENTS_TOPIC", d.events_topic),
+            decisions_topic=e.get("SCHEDSTREAM_DECISIONS_TOPIC", d.decisions_topic),
+            partitions=int(e.get("SCHEDSTREAM_PARTITIONS", d.partitions)),
+            app_id=e.get("SCHEDSTREAM_APP_ID", d.app_id),
+            schedule_period=float(e.get("SCHEDSTREAM_SCHEDULE_PERIOD", d.schedule_period)),
+            batch_size=int(e.get("SCHEDSTREAM_BATCH_SIZE", d.batch_size)),
+            batch_within=float(e.get("SCHEDSTREAM_BATCH_WITHIN", d.batch_within)),
+            data_dir=Path(e.get("SCHEDSTREAM_DATA_DIR", str(d.data_dir))),
+            log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
+            log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),
+        )

@@ -1,0 +1,160 @@
+"""Store: the SQLAlchemy-backed event store, decision log and outbox.
+
+One ``write_batch`` is one transaction: the batch's events, decisions, rejects, their outbox
+rows, the objects' current status, the per-cluster seq counter and the consumer's progress
+commit together or not at all, so a crash at any point either keeps a whole batch or none of
+it, and the consumer's offsets in the database say exactly what was processed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, delete, event, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.pool import StaticPool
+
+import migrations
+from services.store import tables
+
+
+@dataclass
+class Batch:
+    """Rows of one processed batch, written in one transaction."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    statuses: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
+    clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    progress: dict[tuple[str, str, int], int] = field(default_factory=dict)
+
+
+def create_db_engine(url: str) -> Engine:
+    if url.startswith("sqlite") and (url.endswith(":memory:") or url in ("sqlite://", "sqlite:///")):
+        engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=10000")
+            cursor.close()
+
+    return engine
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_db_engine(url)
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest Alembic revision (a no-op when it is current)."""
+        cfg = Config()
+        cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def write_batch(self, batch: Batch) -> None:
+        with self.engine.begin() as conn:
+            for table, rows in (
+                (tables.events, batch.events),
+                (tables.decisions, batch.decisions),
+                (tables.rejects, batch.rejects),
+                (tables.outbox, batch.outbox),
+            ):
+                if rows:
+                    conn.execute(table.insert(), rows)
+            self._upsert(
+                conn, tables.object_status, list(batch.statuses.values()), ("cluster", "kind", "namespace", "name")
+            )
+            self._upsert(conn, tables.clusters, list(batch.clusters.values()), ("cluster",))
+            progress = [
+                {"consumer": c, "topic": t, "partition": p, "offset": o} for (c, t, p), o in batch.progress.items()
+            ]
+            self._upsert(conn, tables.consumer_progress, progress, ("consumer", "topic", "partition"))
+
+    @staticmethod
+    def _upsert(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> None:
+        if not rows:
+            return
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(table)
+        updates = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=updates), list(rows))
+
+    def delete_outbox(self, ids: Sequence[int]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(tables.outbox).where(tables.outbox.c.id.in_(ids)))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def progress(self, consumer: str) -> dict[tuple[str, int], int]:
+        p = tables.consumer_progress
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(p.c.topic, p.c.partition, p.c.offset).where(p.c.consumer == consumer))
+            return {(topic, partition): offset for topic, partition, offset in rows}
+
+    def clusters(self) -> dict[str, tuple[int, str]]:
+        c = tables.clusters
+        with self.engine.connect() as conn:
+            return {name: (next_seq, clock) for name, next_seq, clock in conn.execute(select(c))}
+
+    def iter_events(self, cluster: str, page: int = 5000) -> Iterator[tuple[int, str]]:
+        """(seq, payload) of a cluster's stored events in seq order, read in pages."""
+        e = tables.events
+        after = -1
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(e.c.seq, e.c.payload)
+                    .where(e.c.cluster == cluster, e.c.seq > after)
+                    .order_by(e.c.seq)
+                    .limit(page)
+                ).all()
+            if not rows:
+                return
+            yield from ((seq, payload) for seq, payload in rows)
+            after = rows[-1][0]
+
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str, str]]:
+        o = tables.outbox
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(o.c.id, o.c.topic, o.c.key, o.c.payload).order_by(o.c.id).limit(limit))
+            return [(i, topic, key, payload) for i, topic, key, payload in rows]
+
+    def decisions(self, cluster: str | None = None) -> list[str]:
+        """Decision payloads in (cluster, seq, ordinal) order."""
+        d = tables.decisions
+        query = select(d.c.payload).order_by(d.c.cluster, d.c.seq, d.c.ordinal)
+        if cluster is not None:
+            query = query.where(d.c.cluster == cluster)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+    def rejects(self) -> list[tuple[str, str]]:
+        r = tables.rejects
+        with self.engine.connect() as conn:
+            return [(p, reason) for p, reason in conn.execute(select(r.c.position, r.c.reason).order_by(r.c.id))]
+
+    def count(self, table_name: str) -> int:
+        table = tables.metadata.tables[table_name]
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(table)).scalar_one())

@@ -1,0 +1,170 @@
+"""The streaming service: the one Faust app, consuming ``cluster-events`` and publishing
+``scheduler-decisions``.
+
+Delivery is at-least-once (Faust acks a batch only after the agent returns from it); the
+database makes it effectively once: each batch of messages is processed by the shared
+Pipeline and committed with its consumer offsets in one transaction, messages at or below the
+committed offset are skipped, and decisions and rejects reach Kafka through an outbox drained
+after every commit (and at start-up), so a crash never loses or duplicates a decision in the
+store; the topic may repeat one, and consumers de-duplicate by its deterministic id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import faust
+import msgspec
+
+from domain.scheduler.config import SchedulerConfig
+from services import logging as log
+from services.config import Settings
+from services.pipeline import CLOCK_HEADER, CLOCK_NONE, CLOCK_STREAM, CLOCK_TIMER, ORIGIN_HEADER, Pipeline, Record
+from services.store.store import Store
+
+logger = log.get("schedstream.worker")
+
+
+def _header(headers: Any, name: str) -> bytes | None:
+    items = headers.items() if isinstance(headers, dict) else (headers or ())
+    for key, value in items:
+        if key == name:
+            return value if isinstance(value, bytes) else str(value).encode()
+    return None
+
+
+class StreamService:
+    """What the agent and the timer do; holds the pipeline and the outbox relay."""
+
+    def __init__(self, app: faust.App, settings: Settings, config: SchedulerConfig, store: Store) -> None:
+        self.app = app
+        self.settings = settings
+        self.store = store
+        default_clock = CLOCK_TIMER if settings.schedule_period > 0 else CLOCK_NONE
+        self.pipeline = Pipeline(
+            config,
+            store,
+            consumer=f"{settings.app_id}:{settings.events_topic}",
+            default_clock=default_clock,
+            outbox_topics=(settings.decisions_topic, settings.dlq_topic),
+        )
+        self.outbox_lock = asyncio.Lock()
+        self.last_activity = time.monotonic()
+
+    def restore(self) -> None:
+        started = time.monotonic()
+        folded = self.pipeline.restore()
+        logger.info("state restored", events=folded, seconds=round(time.monotonic() - started, 3))
+        self.last_activity = time.monotonic()
+
+    async def handle(self, events: Sequence[faust.types.EventT]) -> None:
+        self.last_activity = time.monotonic()
+        records = []
+        for event in events:
+            m = event.message
+            external = _header(m.headers, CLOCK_HEADER) == CLOCK_STREAM.encode()
+            records.append(
+                Record(
+                    value=m.value,
+                    position=f"{m.topic}[{m.partition}]@{m.offset}",
+                    topic=m.topic,
+                    partition=m.partition,
+                    offset=m.offset,
+                    external_clock=external,
+                )
+            )
+        result = self.pipeline.process(records)
+        for reject in result.rejects:
+            logger.warning("rejected", position=reject.position, reason=reject.reason)
+        for decision in result.decisions:
+            logger.info(
+                "decision",
+                cluster=decision.cluster,
+                seq=decision.seq,
+                decision=decision.kind.value,
+                key=f"{decision.target.namespace}/{decision.target.name}".lstrip("/"),
+                reason=decision.reason,
+            )
+        first, last = records[0], records[-1]
+        logger.debug(
+            "batch committed",
+            partition=first.partition,
+            offset=f"{first.offset}-{last.offset}",
+            events=result.events,
+            skipped=result.skipped,
+            decisions=len(result.decisions),
+        )
+        await self.flush_outbox()
+
+    async def flush_outbox(self) -> None:
+        """Publish what the outbox holds, in commit order, then forget it."""
+        async with self.outbox_lock:
+            while rows := self.store.pending_outbox():
+                futures = [
+                    await self.app.producer.send(topic, key.encode(), payload.encode(), None, None, None)
+                    for _, topic, key, payload in rows
+                ]
+                await asyncio.gather(*futures)
+                self.store.delete_outbox([row[0] for row in rows])
+
+    async def tick(self) -> None:
+        """Write a SCHEDULE marker into each timer-clocked cluster's partition that wants a cycle."""
+        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        for cluster, state in sorted(self.pipeline.engine.clusters.items()):
+            if self.pipeline.clocks.get(cluster) != CLOCK_TIMER or not state.wants_cycle():
+                continue
+            marker = msgspec.json.encode({"type": "SCHEDULE", "cluster": cluster, "time": now})
+            await self.app.producer.send(
+                self.settings.events_topic, cluster.encode(), marker, None, None, {ORIGIN_HEADER: b"timer"}
+            )
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last_activity
+
+
+def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: float | None = None) -> faust.App:
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
+        value_serializer="raw",
+        key_serializer="raw",
+        store="memory://",
+        processing_guarantee="at_least_once",
+        web_enabled=False,
+        datadir=str(settings.data_dir),
+        topic_partitions=settings.partitions,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+    )
+    store = Store(settings.db_url)
+    service = StreamService(app, settings, config, store)
+    events_topic = app.topic(settings.events_topic, value_serializer="raw", key_serializer="raw")
+
+    @app.task
+    async def start() -> None:
+        service.restore()
+        await service.flush_outbox()
+
+    @app.agent(events_topic)
+    async def consume(stream: faust.StreamT) -> None:
+        async for events in stream.take_events(settings.batch_size, within=settings.batch_within):
+            await service.handle(events)
+
+    if settings.schedule_period > 0:
+        app.timer(settings.schedule_period)(service.tick)
+
+    if exit_when_idle:
+
+        @app.timer(0.5)
+        async def stop_when_idle() -> None:
+            if service.idle_for() > exit_when_idle and not store.pending_outbox():
+                logger.info("idle, stopping", idle_seconds=round(service.idle_for(), 1))
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    return app
