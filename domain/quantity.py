@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from functools import lru_cache
 
 from kubernetes.utils.quantity import parse_quantity as _k8s_parse_quantity
@@ -20,6 +20,7 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 MILLI = 1000
+_EXACT_DIGITS = 100
 
 ResourceList = dict[str, int]
 """Resource name -> quantity in milli-units."""
@@ -37,15 +38,19 @@ class InvalidQuantity(ValueError):
 
 @lru_cache(maxsize=4096)
 def _parse_text(text: str) -> int:
-    try:
-        value: Decimal = _k8s_parse_quantity(text)
-    except (ValueError, InvalidOperation, TypeError) as exc:
-        raise InvalidQuantity(f"invalid quantity {text!r}") from exc
-    if not value.is_finite():
+    # Python's Decimal also reads "1_000" and " 1 ", which Kubernetes rejects.
+    if not text or "_" in text or text != text.strip():
         raise InvalidQuantity(f"invalid quantity {text!r}")
-    if value < 0:
-        raise InvalidQuantity(f"negative quantity {text!r}")
-    return math.ceil(value * MILLI)
+    with localcontext(prec=_EXACT_DIGITS):  # exact even for "999999999999Ei"
+        try:
+            value: Decimal = _k8s_parse_quantity(text)
+        except (ValueError, InvalidOperation, TypeError) as exc:
+            raise InvalidQuantity(f"invalid quantity {text!r}") from exc
+        if not value.is_finite():
+            raise InvalidQuantity(f"invalid quantity {text!r}")
+        if value < 0:
+            raise InvalidQuantity(f"negative quantity {text!r}")
+        return math.ceil(value * MILLI)
 
 
 def parse_milli(value: object) -> Quantity:

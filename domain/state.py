@@ -38,6 +38,7 @@ class ClusterState:
     tombstones: set[str] = field(default_factory=set)
     assumed: dict[str, str] = field(default_factory=dict)
     pod_group_status: dict[str, PodGroupStatusView] = field(default_factory=dict)
+    gang_peak: dict[str, int] = field(default_factory=dict)
     counters: Counter[str] = field(default_factory=Counter)
     events_since_marker: int = 0
 

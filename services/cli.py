@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import click
 import yaml
@@ -14,6 +15,8 @@ import yaml
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services import logging as log
 from services.config import Settings
+
+T = TypeVar("T")
 
 
 def load_config(path: Path | None) -> SchedulerConfig:
@@ -91,10 +94,25 @@ def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float |
     config = load_config(config_path)
     Store(settings.db_url).upgrade()
     topics = [settings.events_topic, settings.dlq_topic, settings.decisions_topic]
-    asyncio.run(ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
+    _reach_kafka(settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
     asyncio.set_event_loop(asyncio.new_event_loop())
     app = create_app(settings, config, exit_when_idle=exit_when_idle)
-    faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True).execute_from_commandline()
+    # Faust's own log stays at WARNING unless we debug; our structlog lines say what happens.
+    faust_level = "DEBUG" if settings.log_level == "debug" else "WARNING"
+    faust.Worker(app, loglevel=faust_level, quiet=True).execute_from_commandline()
+
+
+def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work``; a broker that cannot be reached is a clear error, not a traceback."""
+    from aiokafka.errors import KafkaConnectionError
+
+    try:
+        return asyncio.run(work)
+    except KafkaConnectionError as exc:
+        raise click.ClickException(
+            f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "
+            "or set SCHEDSTREAM_KAFKA_BOOTSTRAP"
+        ) from None
 
 
 @main.command()
@@ -110,13 +128,14 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
         records = read_records(files)
     except OSError as exc:
         raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
-    sent = asyncio.run(
+    sent = _reach_kafka(
+        settings,
         run_produce(
             records,
             bootstrap=settings.kafka_bootstrap,
             topic=topic or settings.events_topic,
             partitions=settings.partitions,
-        )
+        ),
     )
     click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)
 

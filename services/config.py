@@ -20,6 +20,7 @@ class Settings:
     schedule_period: float = 1.0
     batch_size: int = 500
     batch_within: float = 0.2
+    session_timeout: float = 10.0
     data_dir: Path = Path(".schedstream")
     log_format: str = "auto"
     log_level: str = "info"
@@ -42,6 +43,7 @@ class Settings:
             schedule_period=float(e.get("SCHEDSTREAM_SCHEDULE_PERIOD", d.schedule_period)),
             batch_size=int(e.get("SCHEDSTREAM_BATCH_SIZE", d.batch_size)),
             batch_within=float(e.get("SCHEDSTREAM_BATCH_WITHIN", d.batch_within)),
+            session_timeout=float(e.get("SCHEDSTREAM_SESSION_TIMEOUT", d.session_timeout)),
             data_dir=Path(e.get("SCHEDSTREAM_DATA_DIR", str(d.data_dir))),
             log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
             log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),

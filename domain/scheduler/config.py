@@ -28,35 +28,20 @@ DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
 
 _TOP_KEYS = frozenset({"actions", "tiers", "configurations", "kueue", "schedulerName", "ibClusterLabel"})
-_PLUGIN_KEYS = frozenset(
-    {
-        "name",
-        "arguments",
-        "enableHierarchy",
-        "enabledHierarchy",
-        "enabledJobOrder",
-        "enabledNamespaceOrder",
-        "enabledJobReady",
-        "enabledJobPipelined",
-        "enabledTaskOrder",
-        "enabledPreemptable",
-        "enabledReclaimable",
-        "enablePreemptive",
-        "enabledQueueOrder",
-        "enabledPredicate",
-        "enabledBestNode",
-        "enabledNodeOrder",
-        "enabledTargetJob",
-        "enabledReservedNodes",
-        "enabledJobEnqueued",
-        "enabledVictim",
-        "enabledJobStarving",
-        "enabledOverused",
-        "enabledAllocatable",
-        "enabledClusterOrder",
-    }
-)
-_KUEUE_KEYS = frozenset({"fairSharing", "waitForPodsReady", "failFast"})
+# Plugin option keys as volcano-scheduler.conf spells them (the yaml tags, not the Go fields).
+_PLUGIN_KEYS = frozenset({
+    "name", "arguments", "enableJobOrder", "enableNamespaceOrder", "enableHierarchy", "enableJobReady",
+    "enableJobPipelined", "enableTaskOrder", "enablePreemptable", "enableReclaimable", "enablePreemptive",
+    "enableQueueOrder", "enabledClusterOrder", "enablePredicate", "enableBestNode", "enableNodeOrder",
+    "enableTargetJob", "enableReservedNodes", "enableJobEnqueued", "enabledVictim", "enableJobStarving",
+    "enabledOverused", "enabledAllocatable",
+})  # fmt: skip
+# Kueue settings and, for those that are mappings, the keys each accepts.
+_KUEUE_KEYS: dict[str, frozenset[str] | None] = {
+    "fairSharing": frozenset({"enable", "preemptionStrategies"}),
+    "waitForPodsReady": frozenset({"enable", "timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}),
+    "failFast": None,
+}
 
 
 class ConfigError(ValueError):
@@ -106,10 +91,7 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
     tiers = defaults.tiers
     if "tiers" in data:
         tiers = tuple(_tier(i, tier) for i, tier in enumerate(data["tiers"] or ()))
-    kueue = data.get("kueue") or {}
-    if not isinstance(kueue, Mapping):
-        raise ConfigError("'kueue' must be a mapping")
-    _unknown("key", kueue, _KUEUE_KEYS, "'kueue'")
+    kueue = _kueue(data.get("kueue") or {})
     return SchedulerConfig(
         actions=actions,
         tiers=tiers,
@@ -119,9 +101,23 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
     )
 
 
+def _kueue(kueue: Any) -> Mapping[str, Any]:
+    if not isinstance(kueue, Mapping):
+        raise ConfigError("'kueue' must be a mapping")
+    _unknown("key", kueue, frozenset(_KUEUE_KEYS), "'kueue'")
+    for key, allowed in _KUEUE_KEYS.items():
+        value = kueue.get(key)
+        if allowed is not None and value is not None:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"'kueue.{key}' must be a mapping")
+            _unknown("key", value, allowed, f"'kueue.{key}'")
+    return kueue
+
+
 def _tier(index: int, tier: Any) -> tuple[PluginConfig, ...]:
-    if not isinstance(tier, Mapping) or set(tier) != {"plugins"}:
+    if not isinstance(tier, Mapping):
         raise ConfigError(f"tier {index} must be a mapping with only 'plugins'")
+    _unknown("key", tier, frozenset({"plugins"}), f"tier {index}")
     plugins = []
     for entry in tier["plugins"] or ():
         if not isinstance(entry, Mapping) or "name" not in entry:

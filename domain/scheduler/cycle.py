@@ -187,19 +187,28 @@ def _condition(type_: str, reason: str, message: str) -> tuple[str, str, str, st
 
 
 def _status_view(
-    state: ClusterState, group: PodGroup, tasks: list[Pod], outcome: GangOutcome | None
+    group: PodGroup,
+    tasks: list[Pod],
+    *,
+    scheduled: int,
+    outcome: GangOutcome | None,
+    baseline: PodGroupStatusView,
+    peak: int,
 ) -> PodGroupStatusView:
-    scheduled = sum(1 for p in tasks if state.node_of(p) and p.status.phase != "Failed")
+    """The status this cycle gives a PodGroup; ``baseline`` (the last one written) when nothing new is known."""
     succeeded = sum(1 for p in tasks if p.status.phase == "Succeeded")
     min_member = group.spec.min_member
     if succeeded and all(p.is_finished() for p in tasks) and succeeded >= min_member:
         return ("Completed", ())
     if scheduled >= min_member:
-        return ("Running", (_condition("Scheduled", "GangScheduled", "tasks in gang are ready to be scheduled"),))
-    previous = state.pod_group_status.get(group.metadata.uid)
+        return ("Running", (_condition("Scheduled", "tasks in gang are ready to be scheduled", ""),))
     if outcome is None:
-        return previous or ("Pending", ())
+        return baseline
     if outcome.not_enough_tasks:
+        if peak >= min_member:
+            # S1: a gang that had its tasks and is losing them is being deleted (or its controller is
+            # recreating them); either way a status write is noise, and would depend on event order.
+            return baseline
         message = f"Not enough valid tasks for gang-scheduling, valid: {len(tasks)}, min: {min_member}"
         return ("Pending", (_condition("Unschedulable", "NotEnoughTasks", message),))
     unready = min_member - scheduled - outcome.tentative
@@ -218,13 +227,18 @@ def _pod_group_statuses(state: ClusterState, seq: int, outcomes: dict[ObjectKey,
         tasks = tasks_by_group.get(key)
         if not tasks or not isinstance(group, PodGroup) or _is_terminating(state, group):
             continue  # S1: a gang with no tasks, or on its way out, gets no status write
-        view = _status_view(state, group, tasks, outcomes.get(key_of(group.metadata)))
+        uid = group.metadata.uid
+        peak = state.gang_peak[uid] = max(state.gang_peak.get(uid, 0), len(tasks))
         observed = (group.status.phase, tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions))
-        if view == state.pod_group_status.get(group.metadata.uid, observed):
+        baseline = state.pod_group_status.get(uid, observed)
+        scheduled = sum(1 for p in tasks if state.node_of(p) and p.status.phase != "Failed")
+        outcome = outcomes.get(key_of(group.metadata))
+        view = _status_view(group, tasks, scheduled=scheduled, outcome=outcome, baseline=baseline, peak=peak)
+        if view == baseline:
             continue
-        state.pod_group_status[group.metadata.uid] = view
+        state.pod_group_status[uid] = view
         phase, conditions = view
-        reason = conditions[0][2] if conditions else phase
+        reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase
         out.append(
             decisions.make(
                 state.name,

@@ -27,11 +27,12 @@ def _requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]
         return value is not None
     if req.operator == "DoesNotExist":
         return value is None
-    if req.operator in ("Gt", "Lt") and value is not None and value.lstrip("-").isdigit() and req.values:
-        bound = req.values[0]
-        if not bound.lstrip("-").isdigit():
+    if req.operator in ("Gt", "Lt") and value is not None and len(req.values) == 1:
+        try:
+            have, bound = int(value), int(req.values[0])
+        except ValueError:
             return False
-        return int(value) > int(bound) if req.operator == "Gt" else int(value) < int(bound)
+        return have > bound if req.operator == "Gt" else have < bound
     return False
 
 

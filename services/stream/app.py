@@ -64,10 +64,11 @@ class StreamService:
         self.last_activity = time.monotonic()
 
     async def handle(self, events: Sequence[faust.types.EventT]) -> None:
-        self.last_activity = time.monotonic()
         records = []
         for event in events:
             m = event.message
+            if _header(m.headers, ORIGIN_HEADER) != b"timer":
+                self.last_activity = time.monotonic()  # our own markers are not input
             external = _header(m.headers, CLOCK_HEADER) == CLOCK_STREAM.encode()
             records.append(
                 Record(
@@ -125,6 +126,7 @@ class StreamService:
             )
 
     def idle_for(self) -> float:
+        """Seconds since the last input other than our own SCHEDULE markers."""
         return time.monotonic() - self.last_activity
 
 
@@ -141,6 +143,10 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
         topic_partitions=settings.partitions,
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
+        # A crashed worker's partitions move to a live one after this long (Faust's default is 60 s).
+        broker_session_timeout=settings.session_timeout,
+        broker_heartbeat_interval=settings.session_timeout / 3,
+        broker_rebalance_timeout=settings.session_timeout * 2,
     )
     store = Store(settings.db_url)
     service = StreamService(app, settings, config, store)
@@ -158,6 +164,11 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
 
     if settings.schedule_period > 0:
         app.timer(settings.schedule_period)(service.tick)
+
+    @app.on_partitions_assigned.connect
+    async def assigned(_app: faust.App, assigned: set[Any], **_: Any) -> None:
+        logger.info("partitions assigned", partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
+        service.last_activity = time.monotonic()  # waiting for the group is not idleness
 
     if exit_when_idle:
 

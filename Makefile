@@ -1,0 +1,36 @@
+# The two commands of the README: `make run` (the main job) and `make test` (the whole suite).
+# Both create the virtual environment in .venv/ first if it is missing or older than pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint bench kafka-jars clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+kafka-jars: setup
+	$(PY) -m ops.local_kafka fetch
+
+run: setup kafka-jars
+	$(PY) -m ops.run_example
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+test: setup kafka-jars lint
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) -m bench.run
+
+clean:
+	rm -rf .local .schedstream schedstream.db .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,231 @@
+"""domain.scheduler.config: the volcano-scheduler.conf-shaped ``--config`` file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+
+from domain.scheduler.config import ConfigError, PluginConfig, SchedulerConfig, from_mapping
+
+VOLCANO_DEFAULT_TIERS = (
+    ("priority", "gang", "conformance"),
+    ("drf", "predicates", "proportion", "nodeorder", "binpack"),
+)
+
+
+def tier_names(config: SchedulerConfig) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(p.name for p in tier) for tier in config.tiers)
+
+
+@pytest.mark.parametrize("data", [None, {}], ids=["no configuration", "an empty mapping"])
+def test_defaults_are_volcanos(data: dict[str, Any] | None) -> None:
+    config = from_mapping(data)
+    assert config == SchedulerConfig()
+    assert config.actions == ("enqueue", "allocate", "backfill")
+    assert tier_names(config) == VOLCANO_DEFAULT_TIERS
+    assert all(p.options == {} for tier in config.tiers for p in tier)
+    assert config.scheduler_name == "volcano"
+    assert config.ib_cluster_label == "volcano.sh/ib-cluster"
+    assert config.kueue == {}
+    assert config.plugin_names() == frozenset(name for tier in VOLCANO_DEFAULT_TIERS for name in tier)
+
+
+VOLCANO_STYLE = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enabledVictim: false
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: capacity
+    enableHierarchy: true
+  - name: nodeorder
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.cpu: 5
+  - name: network-topology-aware
+schedulerName: my-volcano
+ibClusterLabel: example.com/ib
+kueue:
+  fairSharing:
+    enable: true
+  failFast: true
+"""
+
+
+def test_a_volcano_style_config() -> None:
+    config = from_mapping(yaml.safe_load(VOLCANO_STYLE))
+    assert config.actions == ("enqueue", "allocate", "preempt", "reclaim", "backfill")
+    assert tier_names(config) == (
+        ("priority", "gang", "conformance"),
+        ("drf", "predicates", "capacity", "nodeorder", "binpack", "network-topology-aware"),
+    )
+    assert config.tiers[0][1] == PluginConfig("gang", {"enabledVictim": False})
+    assert config.tiers[1][2] == PluginConfig("capacity", {"enableHierarchy": True})
+    assert config.tiers[1][4] == PluginConfig("binpack", {"arguments": {"binpack.weight": 10, "binpack.cpu": 5}})
+    assert config.tiers[1][5].options == {}
+    assert config.scheduler_name == "my-volcano"
+    assert config.ib_cluster_label == "example.com/ib"
+    assert config.kueue == {"fairSharing": {"enable": True}, "failFast": True}
+    assert "capacity" in config.plugin_names()
+    assert "proportion" not in config.plugin_names()
+
+
+# Volcano's own default install (installer/helm/chart/volcano/config/volcano-scheduler.conf), minus the
+# overcommit plugin that the contract does not list.
+VOLCANO_DEFAULT_INSTALL = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def test_volcanos_default_install_config_is_accepted() -> None:
+    config = from_mapping(yaml.safe_load(VOLCANO_DEFAULT_INSTALL))
+    assert tier_names(config) == VOLCANO_DEFAULT_TIERS
+    assert config.tiers[0][1] == PluginConfig("gang", {"enablePreemptable": False})
+
+
+# The yaml tags of Volcano's PluginOption (pkg/scheduler/conf/scheduler_conf.go): most are
+# "enableX", a few are "enabledX". Users write these, not the Go field names.
+VOLCANO_PLUGIN_OPTION_KEYS = (
+    "enableJobOrder",
+    "enableNamespaceOrder",
+    "enableHierarchy",
+    "enableJobReady",
+    "enableJobPipelined",
+    "enableTaskOrder",
+    "enablePreemptable",
+    "enableReclaimable",
+    "enablePreemptive",
+    "enableQueueOrder",
+    "enabledClusterOrder",
+    "enablePredicate",
+    "enableBestNode",
+    "enableNodeOrder",
+    "enableTargetJob",
+    "enableReservedNodes",
+    "enableJobEnqueued",
+    "enabledVictim",
+    "enableJobStarving",
+    "enabledOverused",
+    "enabledAllocatable",
+)
+
+
+def test_every_volcano_plugin_option_key_is_accepted() -> None:
+    rejected = []
+    for key in VOLCANO_PLUGIN_OPTION_KEYS:
+        try:
+            from_mapping({"tiers": [{"plugins": [{"name": "gang", key: True}]}]})
+        except ConfigError:
+            rejected.append(key)
+    assert rejected == []
+
+
+@dataclass(frozen=True)
+class ActionsCase:
+    name: str
+    actions: str
+    want_actions: tuple[str, ...]
+
+
+ACTIONS_CASES = [
+    ActionsCase("spaces around commas are trimmed", " allocate ,backfill ", ("allocate", "backfill")),
+    ActionsCase("empty entries are dropped", "enqueue,,allocate,", ("enqueue", "allocate")),
+    ActionsCase("order is kept as written", "backfill, allocate", ("backfill", "allocate")),
+]
+
+
+@pytest.mark.parametrize("case", ACTIONS_CASES, ids=lambda c: c.name)
+def test_actions_string(case: ActionsCase) -> None:
+    config = from_mapping({"actions": case.actions})
+    assert config.actions == case.want_actions
+    assert tier_names(config) == VOLCANO_DEFAULT_TIERS
+
+
+def test_only_tiers_given_keeps_default_actions() -> None:
+    config = from_mapping({"tiers": [{"plugins": [{"name": "gang"}]}]})
+    assert config.actions == ("enqueue", "allocate", "backfill")
+    assert tier_names(config) == (("gang",),)
+
+
+@dataclass(frozen=True)
+class ErrorCase:
+    name: str
+    data: Any
+    want_error: str
+
+
+def _tiers(*plugins: dict[str, Any]) -> dict[str, Any]:
+    return {"tiers": [{"plugins": list(plugins)}]}
+
+
+ERROR_CASES = [
+    ErrorCase("an unknown action", {"actions": "enqueue, allocat"}, "unknown action 'allocat' in 'actions'"),
+    ErrorCase(
+        "two unknown actions are both named, sorted",
+        {"actions": "shuffle, allocate, evict"},
+        "unknown action 'evict', 'shuffle' in 'actions'",
+    ),
+    ErrorCase("actions as a list", {"actions": ["allocate"]}, "'actions' must be a comma-separated string"),
+    ErrorCase(
+        "an unknown plugin", _tiers({"name": "gang"}, {"name": "overcommit"}), "unknown plugin 'overcommit' in tier 0"
+    ),
+    ErrorCase(
+        "an unknown plugin in the second tier",
+        {"tiers": [{"plugins": [{"name": "gang"}]}, {"plugins": [{"name": "nodeOrder"}]}]},
+        "unknown plugin 'nodeOrder' in tier 1",
+    ),
+    ErrorCase(
+        "an unknown plugin key",
+        _tiers({"name": "capacity", "enableHierachy": True}),
+        "unknown key 'enableHierachy' in plugin 'capacity'",
+    ),
+    ErrorCase("a plugin without a name", _tiers({"enableHierarchy": True}), "every plugin in tier 0 needs a 'name'"),
+    ErrorCase("a plugin that is a string", _tiers("gang"), "every plugin in tier 0 needs a 'name'"),  # type: ignore[arg-type]
+    ErrorCase("an unknown top-level key", {"action": "allocate"}, "unknown key 'action' in the configuration"),
+    ErrorCase(
+        "an unknown kueue key", {"kueue": {"fairSharng": {"enable": True}}}, "unknown key 'fairSharng' in 'kueue'"
+    ),
+    ErrorCase("kueue as a list", {"kueue": ["fairSharing"]}, "'kueue' must be a mapping"),
+    ErrorCase("a configuration that is a list", ["actions"], "the configuration must be a mapping"),
+    ErrorCase("a tier that is a list", {"tiers": [[{"name": "gang"}]]}, "tier 0 must be a mapping with only 'plugins'"),
+    # The contract: "An unknown action, plugin or key is an error that names it."
+    ErrorCase(
+        "an unknown key next to plugins in a tier is named",
+        {"tiers": [{"plugins": [{"name": "gang"}], "plugin": [{"name": "drf"}]}]},
+        "'plugin'",
+    ),
+    ErrorCase(
+        "an unknown key inside kueue fairSharing is named",
+        {"kueue": {"fairSharing": {"enabel": True}}},
+        "'enabel'",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ERROR_CASES, ids=lambda c: c.name)
+def test_config_errors_name_the_culprit(case: ErrorCase) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        from_mapping(case.data)
+    assert case.want_error in str(excinfo.value)
