@@ -160,7 +160,13 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
     @app.agent(events_topic)
     async def consume(stream: faust.StreamT) -> None:
         async for events in stream.take_events(settings.batch_size, within=settings.batch_within):
-            await service.handle(events)
+            try:
+                await service.handle(events)
+            except Exception:
+                # Leaving this loop would let Faust ack the batch the store does not hold; die as
+                # a SIGKILL would, so the restart resumes from the store (and retries the batch).
+                logger.exception("batch failed, stopping the worker", size=len(events))
+                os._exit(70)
 
     if settings.schedule_period > 0:
         app.timer(settings.schedule_period)(service.tick)
