@@ -45,7 +45,7 @@ class Engine:
         state = self.state(event.cluster)
         seq = state.next_seq
         state.next_seq += 1
-        state.apply(event)
+        state.apply(event, seq=seq)
         if isinstance(event, ScheduleMarker) or not state.on_markers:
             return Processed(event.cluster, seq, run_cycle(state, self.config, seq=seq))
         return Processed(event.cluster, seq, [])

@@ -1,9 +1,20 @@
 """ClusterState: everything the scheduler knows about one cluster, folded from its events.
 
-This is the informer cache of the scheduler: whole objects by kind and key, the uids that were
-deleted (tombstones, so a late event cannot resurrect them), the binds we decided but the
-cluster has not confirmed yet (assumed), and the last PodGroup status we emitted. Explicit
-per-kind lifecycle machines replace the plain upserts here as they land (issue 3).
+This is the informer cache of the scheduler, with a lifecycle machine per object: whole
+objects by kind and key, beside each one the status our machine holds for it (its phase and
+the fields derived from it, see ``MachineStatus``), and the uids that were deleted
+(tombstones). Informer semantics:
+
+* a duplicate (same uid and resourceVersion) or an older resourceVersion changes nothing;
+* DELETED removes the object and leaves a tombstone, also for an object we never saw, so a
+  late ADDED or MODIFIED of that uid cannot resurrect it;
+* a new uid under a known name is a new object, and the old uid is tombstoned;
+* a relist (ADDED of a known object) is an ordinary update, idempotent when nothing changed;
+* BOOKMARK only advances progress (a counter).
+
+Every watch event and every decision is a fact stepped through the kind's ``Lifecycle``;
+an ``IllegalTransition`` is recorded on the object and counted, and the event or decision is
+not applied.
 """
 
 from __future__ import annotations
@@ -11,14 +22,17 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
 from domain.events import Bookmark, EventType, Inbound, ScheduleMarker, UnknownKind, WatchEvent
 from domain.kinds import KubeObject
+from domain.lifecycle import pod_group, workload
+from domain.lifecycle.catalog import MACHINES
+from domain.lifecycle.pod import PodFact
+from domain.lifecycle.status import MachineStatus, PodGroupStatusView
+from domain.lifecycle.table import IllegalTransition
 from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey, key_of
-
-PodGroupStatusView = tuple[str, tuple[tuple[str, str, str, str], ...]]
-"""(phase, ((type, status, reason, message), ...)) as compared for change detection."""
 
 
 def _newer_or_equal(old: str, new: str) -> bool:
@@ -35,10 +49,8 @@ class ClusterState:
     clock: datetime | None = None
     on_markers: bool = False
     objects: dict[str, dict[ObjectKey, KubeObject]] = field(default_factory=dict)
+    machines: dict[str, dict[ObjectKey, MachineStatus]] = field(default_factory=dict)
     tombstones: set[str] = field(default_factory=set)
-    assumed: dict[str, str] = field(default_factory=dict)
-    pod_group_status: dict[str, PodGroupStatusView] = field(default_factory=dict)
-    gang_peak: dict[str, int] = field(default_factory=dict)
     counters: Counter[str] = field(default_factory=Counter)
     events_since_marker: int = 0
 
@@ -48,9 +60,29 @@ class ClusterState:
     def pods(self) -> dict[ObjectKey, Pod]:
         return self.of_kind("Pod")  # type: ignore[return-value]
 
+    def status_of(self, obj: KubeObject) -> MachineStatus | None:
+        return self.machines.get(obj.kind, {}).get(key_of(obj.metadata))
+
+    def phase_of(self, kind: str, key: ObjectKey) -> StrEnum | None:
+        status = self.machines.get(kind, {}).get(key)
+        return None if status is None else status.phase
+
+    @property
+    def assumed(self) -> dict[str, str]:
+        """uid -> node of the binds we decided that the cluster has not confirmed yet."""
+        return {s.uid: s.node for s in self.machines.get("Pod", {}).values() if s.node}
+
+    @property
+    def pod_group_status(self) -> dict[str, PodGroupStatusView]:
+        """uid -> the last status we decided for each PodGroup."""
+        return {s.uid: s.reported for s in self.machines.get("PodGroup", {}).values() if s.reported is not None}
+
     def node_of(self, pod: Pod) -> str:
         """The node a pod runs on: its own spec, else the bind we decided for it."""
-        return pod.spec.node_name or self.assumed.get(pod.metadata.uid, "")
+        if pod.spec.node_name:
+            return pod.spec.node_name
+        status = self.status_of(pod)
+        return status.node if status is not None and status.uid == pod.metadata.uid else ""
 
     def wants_cycle(self) -> bool:
         """Whether a marker now could change anything: new events, or pods still waiting."""
@@ -58,11 +90,11 @@ class ClusterState:
             p.status.phase == "Pending" and not self.node_of(p) for p in self.pods().values()
         )
 
-    def apply(self, event: Inbound) -> None:
-        """Fold one event into the state (a SCHEDULE marker only moves the clock)."""
+    def apply(self, event: Inbound, *, seq: int) -> None:
+        """Fold one event (number ``seq`` of this cluster) into the state."""
         self.events_since_marker = 0 if isinstance(event, ScheduleMarker) else self.events_since_marker + 1
         if isinstance(event, WatchEvent):
-            self._apply_watch(event)
+            self._apply_watch(event, seq)
         elif isinstance(event, ScheduleMarker):
             self.on_markers = True
             if self.clock is None or event.time > self.clock:
@@ -72,29 +104,81 @@ class ClusterState:
         elif isinstance(event, UnknownKind):
             self.counters[f"unknown_kind:{event.api_version}/{event.kind}"] += 1
 
-    def _apply_watch(self, event: WatchEvent) -> None:
+    def decide_bind(self, pod: Pod, node: str, seq: int) -> bool:
+        """Fold a Bind decision: the pod is Bound to ``node`` until the cluster confirms it."""
+        status = self.status_of(pod)
+        if status is None or not self._step(status, PodFact.BIND_DECIDED, seq):
+            return False
+        status.node = node
+        return True
+
+    def decide_pod_group_status(self, group: KubeObject, view: PodGroupStatusView, seq: int) -> bool:
+        """Fold a PodGroupStatus decision; False (recorded) if its phase is illegal now."""
+        status = self.status_of(group)
+        fact = pod_group.DECIDED[pod_group.PodGroupPhase(view[0])]
+        if status is None or not self._step(status, fact, seq):
+            return False
+        status.reported = view
+        return True
+
+    def _step(self, status: MachineStatus, fact: StrEnum, seq: int) -> bool:
+        lifecycle = MACHINES[status.kind].lifecycle
+        try:
+            target = lifecycle.step(status.phase, fact)
+        except IllegalTransition as exc:
+            status.illegal = exc.reason
+            self.counters["illegal_transition"] += 1
+            self.counters[f"illegal_transition:{status.kind}"] += 1
+            return False
+        if target != status.phase:
+            status.phase, status.since_seq, status.since = target, seq, self.clock
+        if status.kind == "Workload" and target not in workload.HOLDS_QUOTA:
+            status.needs_second_pass, status.unhealthy_nodes = False, ()  # S3
+        return True
+
+    def _forget(self, kind: str, key: ObjectKey, uid: str) -> None:
+        self.of_kind(kind).pop(key, None)
+        self.machines.get(kind, {}).pop(key, None)
+        if uid:
+            self.tombstones.add(uid)
+
+    def _apply_watch(self, event: WatchEvent, seq: int) -> None:
         obj = event.obj
-        uid, key = obj.metadata.uid, key_of(obj.metadata)
-        store = self.of_kind(obj.kind)
+        uid, key, kind = obj.metadata.uid, key_of(obj.metadata), obj.kind
         if uid and uid in self.tombstones:
             self.counters["stale_after_delete"] += 1
             return
-        current = store.get(key)
+        current = self.of_kind(kind).get(key)
+        same = current is not None and (not uid or current.metadata.uid in ("", uid))
+        machine = MACHINES.get(kind)
+        status = self.machines.get(kind, {}).get(key) if same else None
         if event.type is EventType.DELETED:
-            if current is not None and (not uid or current.metadata.uid in ("", uid)):
-                del store[key]
-            if uid:
-                self.tombstones.add(uid)
-                self.assumed.pop(uid, None)
+            if status is not None and machine is not None and not self._step(status, machine.deleted, seq):
+                return
+            if same:
+                self._forget(kind, key, uid)
+            else:
+                self.counters["deleted_unknown"] += 1
+                if uid:
+                    self.tombstones.add(uid)
             return
-        if current is not None and current.metadata.uid == uid:
-            if not _newer_or_equal(current.metadata.resource_version, obj.metadata.resource_version):
+        if current is not None and same:
+            old, new = current.metadata.resource_version, obj.metadata.resource_version
+            if old and old == new:
+                self.counters["duplicate"] += 1
+                return
+            if not _newer_or_equal(old, new):
                 self.counters["stale_version"] += 1
                 return
-        elif current is not None and current.metadata.uid:
-            # A new object under an old name: the old one is gone for good.
-            self.tombstones.add(current.metadata.uid)
-            self.assumed.pop(current.metadata.uid, None)
-        store[key] = obj
-        if isinstance(obj, Pod) and obj.spec.node_name:
-            self.assumed.pop(uid, None)
+        elif current is not None:
+            self.counters["recreated"] += 1
+            self._forget(kind, key, current.metadata.uid)
+        if machine is not None:
+            if status is None:
+                status = MachineStatus(kind, uid, machine.lifecycle.initial, since_seq=seq, since=self.clock)
+            if not self._step(status, machine.observe(obj), seq):
+                return
+            self.machines.setdefault(kind, {})[key] = status
+        self.of_kind(kind)[key] = obj
+        if isinstance(obj, Pod) and obj.spec.node_name and status is not None:
+            status.node = ""

@@ -1,4 +1,4 @@
-"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, db upgrade."""
+"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, machines, db upgrade."""
 
 from __future__ import annotations
 
@@ -138,6 +138,23 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
         ),
     )
     click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "mermaid", "dot"]), default="table", show_default=True)
+@click.option("--kind", "kinds", multiple=True, help="Only this kind's machine (repeatable; default: all).")
+def machines(fmt: str, kinds: tuple[str, ...]) -> None:
+    """Print each object kind's lifecycle machine as a table or a Mermaid/Graphviz diagram."""
+    from domain.lifecycle.catalog import MACHINES
+    from services.diagrams import FORMATS
+
+    unknown = [kind for kind in kinds if kind not in MACHINES]
+    if unknown:
+        raise click.BadParameter(
+            f"no machine for {', '.join(unknown)} (known: {', '.join(MACHINES)})", param_hint="--kind"
+        )
+    chosen = [MACHINES[kind].lifecycle for kind in (kinds or MACHINES)]
+    click.echo("\n\n".join(FORMATS[fmt](lifecycle) for lifecycle in chosen))
 
 
 @main.group()

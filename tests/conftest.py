@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,8 +58,9 @@ def postgres_server() -> Iterator[str]:
     if external:
         yield external
         return
-    workdir = WORK / "postgres"
-    shutil.rmtree(workdir, ignore_errors=True)
+    # Under /tmp, not the checkout: the server runs as the postgres user, who may not be allowed
+    # into the checkout's parents (root's home is 0700), and its socket path must stay short.
+    workdir = Path(tempfile.mkdtemp(prefix="schedstream-pg-"))
     server = LocalPostgres(workdir)
     try:
         url = server.start()
@@ -68,6 +70,7 @@ def postgres_server() -> Iterator[str]:
         yield url
     finally:
         server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -16,13 +16,16 @@ from datetime import UTC, datetime
 
 from domain import decisions, quantity
 from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.lifecycle.job import JobPhase
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.lifecycle.status import PodGroupStatusView
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, key_of
-from domain.objects.volcano import Job, PodGroup
+from domain.objects.volcano import PodGroup
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.predicates import FitSummary, fit_failures
-from domain.state import ClusterState, PodGroupStatusView
+from domain.state import ClusterState
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -66,8 +69,7 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, *, seq: int) -> list
         if outcome.placed:
             for pod in gang.pending:
                 node = outcome.placed.get(pod.metadata.name)
-                if node is not None:
-                    state.assumed[pod.metadata.uid] = node
+                if node is not None and state.decide_bind(pod, node, seq):
                     out.append(
                         decisions.make(state.name, seq, DecisionKind.BIND, ObjectRef.of(pod), "Scheduled", node=node)
                     )
@@ -87,17 +89,16 @@ def _free_resources(state: ClusterState, nodes: list[Node]) -> dict[str, Resourc
 
 
 def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
-    """A PodGroup being deleted, or owned by a Job that is being (or was) deleted."""
-    if group.metadata.deletion_timestamp is not None:
+    """A PodGroup being deleted, or owned by a Job that is terminating or gone."""
+    if state.phase_of("PodGroup", key_of(group.metadata)) is PodGroupPhase.TERMINATING:
         return True
-    jobs = state.of_kind("Job")
     for owner in group.metadata.owner_references:
         if owner.kind != "Job":
             continue
         if owner.uid in state.tombstones:
             return True
-        job = jobs.get(ObjectKey(f"{group.metadata.namespace}/{owner.name}"))
-        if isinstance(job, Job) and job.metadata.deletion_timestamp is not None:
+        job_key = ObjectKey(f"{group.metadata.namespace}/{owner.name}")
+        if state.phase_of("Job", job_key) is JobPhase.TERMINATING:
             return True
     return False
 
@@ -227,16 +228,17 @@ def _pod_group_statuses(state: ClusterState, seq: int, outcomes: dict[ObjectKey,
         tasks = tasks_by_group.get(key)
         if not tasks or not isinstance(group, PodGroup) or _is_terminating(state, group):
             continue  # S1: a gang with no tasks, or on its way out, gets no status write
-        uid = group.metadata.uid
-        peak = state.gang_peak[uid] = max(state.gang_peak.get(uid, 0), len(tasks))
+        machine = state.status_of(group)
+        if machine is None:
+            continue
+        machine.peak_tasks = peak = max(machine.peak_tasks, len(tasks))
         observed = (group.status.phase, tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions))
-        baseline = state.pod_group_status.get(uid, observed)
+        baseline = machine.reported or observed
         scheduled = sum(1 for p in tasks if state.node_of(p) and p.status.phase != "Failed")
         outcome = outcomes.get(key_of(group.metadata))
         view = _status_view(group, tasks, scheduled=scheduled, outcome=outcome, baseline=baseline, peak=peak)
-        if view == baseline:
+        if view == baseline or not state.decide_pod_group_status(group, view, seq):
             continue
-        state.pod_group_status[uid] = view
         phase, conditions = view
         reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase
         out.append(

@@ -1,0 +1,66 @@
+"""MachineStatus: the status our machines hold for one object, beside the object as watched.
+
+Everything the scheduler derives about an object lives here, never in annotations (SEEDS
+S3): its machine phase and when it last changed (the seq and the scheduler clock), the last
+illegal fact it refused, the node we bound a pod to until the cluster confirms it, the last
+PodGroup status we decided, the most tasks a gang ever had (S1), and a workload's need for a
+second pass with the nodes that failed under it (S3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+PodGroupStatusView = tuple[str, tuple[tuple[str, str, str, str], ...]]
+"""(phase, ((type, status, reason, message), ...)) as compared for change detection."""
+
+
+@dataclass(slots=True)
+class MachineStatus:
+    kind: str
+    uid: str
+    phase: StrEnum
+    since_seq: int  # seq of the event or decision that moved it into ``phase``
+    since: datetime | None = None  # the scheduler clock then (None before the first marker)
+    illegal: str = ""  # reason of the last IllegalTransition refused for this object
+    node: str = ""  # Pod: the node we bound it to, until spec.nodeName confirms it
+    reported: PodGroupStatusView | None = None  # PodGroup: the last status we decided
+    peak_tasks: int = 0  # PodGroup: the most tasks it ever had (S1)
+    needs_second_pass: bool = False  # Workload: TAS re-placement wanted (S3)
+    unhealthy_nodes: tuple[str, ...] = ()  # Workload: failed nodes it has pods on (S3)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (snapshot format version 1)."""
+        return {
+            "kind": self.kind,
+            "uid": self.uid,
+            "phase": self.phase.value,
+            "sinceSeq": self.since_seq,
+            "since": self.since.isoformat() if self.since else None,
+            "illegal": self.illegal,
+            "node": self.node,
+            "reported": None if self.reported is None else [self.reported[0], [list(c) for c in self.reported[1]]],
+            "peakTasks": self.peak_tasks,
+            "needsSecondPass": self.needs_second_pass,
+            "unhealthyNodes": list(self.unhealthy_nodes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], phases: type[StrEnum]) -> MachineStatus:
+        reported = data["reported"]
+        return cls(
+            kind=data["kind"],
+            uid=data["uid"],
+            phase=phases(data["phase"]),
+            since_seq=data["sinceSeq"],
+            since=datetime.fromisoformat(data["since"]) if data["since"] else None,
+            illegal=data["illegal"],
+            node=data["node"],
+            reported=None if reported is None else (reported[0], tuple((t, s, r, m) for t, s, r, m in reported[1])),
+            peak_tasks=data["peakTasks"],
+            needs_second_pass=data["needsSecondPass"],
+            unhealthy_nodes=tuple(data["unhealthyNodes"]),
+        )
