@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The broker's jars, unless you bring your own broker (then neither Java nor Maven is needed).
 kafka-jars: setup
+ifndef SCHEDSTREAM_KAFKA_BOOTSTRAP
 	$(PY) -m ops.local_kafka fetch
+endif
 
 run: setup kafka-jars
 	$(PY) -m ops.run_example

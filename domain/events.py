@@ -20,6 +20,12 @@ from domain.kinds import KubeObject
 from domain.quantity import InvalidQuantity, Quantity, parse_milli
 
 DEFAULT_CLUSTER = "default"
+# Kubernetes' own limits (DNS subdomain names, DNS labels for namespaces); uids are UUIDs.
+NAME_LIMIT = 253
+NAMESPACE_LIMIT = 63
+UID_LIMIT = 64
+KIND_LIMIT = 63
+API_VERSION_LIMIT = 128
 
 
 class EventType(StrEnum):
@@ -98,16 +104,31 @@ def _at_object(error: msgspec.ValidationError) -> str:
     return str(error).replace("`$", "`$.object", 1)
 
 
-def parse_event(line: bytes | str) -> Inbound:
-    """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
+def _decode_envelope(line: bytes | str | None) -> _Envelope:
+    if line is None:
+        raise InvalidEvent("empty message (a Kafka tombstone): not an event")
     try:
-        envelope = _ENVELOPE.decode(line)
+        return _ENVELOPE.decode(line)
     except msgspec.ValidationError as exc:
         raise InvalidEvent(f"invalid event: {exc}") from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise InvalidEvent(f"not JSON: {exc}") from None
+
+
+def _check_identifier(value: str, field: str, limit: int) -> None:
+    """Names the API server would never emit are refused here, before any store sees them."""
+    if len(value) > limit:
+        raise InvalidEvent(f"`{field}` is longer than {limit} characters - at `$.{field}`")
+    if "\x00" in value:
+        raise InvalidEvent(f"`{field}` contains a NUL character - at `$.{field}`")
+
+
+def parse_event(line: bytes | str | None) -> Inbound:
+    """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
+    envelope = _decode_envelope(line)
     if not envelope.cluster:
         raise InvalidEvent("invalid event: `cluster` is empty - at `$.cluster`")
+    _check_identifier(envelope.cluster, "cluster", NAME_LIMIT)
     try:
         event_type = EventType(envelope.type)
     except ValueError:
@@ -139,6 +160,8 @@ def _parse_watch(envelope: _Envelope, event_type: EventType) -> Inbound:
         if not isinstance(value, str) or not value:
             raise InvalidEvent(f"object lacks `{field}` - at `$.object.{field}`")
     assert isinstance(api_version, str) and isinstance(kind, str)
+    _check_identifier(api_version, "object.apiVersion", API_VERSION_LIMIT)
+    _check_identifier(kind, "object.kind", KIND_LIMIT)
     object_type = kinds.lookup(api_version, kind)
     if object_type is None:
         return UnknownKind(envelope.cluster, event_type, api_version, kind)
@@ -146,13 +169,17 @@ def _parse_watch(envelope: _Envelope, event_type: EventType) -> Inbound:
         typed = msgspec.convert(obj, object_type, dec_hook=_quantity_hook)
     except msgspec.ValidationError as exc:
         raise InvalidEvent(f"invalid {kind}: {_at_object(exc)}") from None
+    meta = typed.metadata
+    _check_identifier(meta.name, "object.metadata.name", NAME_LIMIT)
+    _check_identifier(meta.namespace, "object.metadata.namespace", NAMESPACE_LIMIT)
+    _check_identifier(meta.uid, "object.metadata.uid", UID_LIMIT)
     return WatchEvent(envelope.cluster, event_type, typed)
 
 
-def peek_cluster(line: bytes | str) -> tuple[str, bool] | None:
+def peek_cluster(line: bytes | str | None) -> tuple[str, bool] | None:
     """(cluster, is_marker) of a line without validating the object; None if not an envelope."""
     try:
-        envelope = _ENVELOPE.decode(line)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+        envelope = _decode_envelope(line)
+    except InvalidEvent:
         return None
     return envelope.cluster, envelope.type == EventType.SCHEDULE

@@ -52,20 +52,27 @@ def replay(
     events: tuple[str, ...], out_path: str, rejects_path: str | None, db_url: str, config_path: Path | None
 ) -> None:
     """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
-    from services.replay import replay as run_replay
+    from services.inputs import read_records
+    from services.replay import StoreNotEmpty, replay_records
 
     settings = Settings.from_env()
     log.configure(settings.log_level, settings.log_format)
     logger = log.get("schedstream.replay")
     config = load_config(config_path)
+    try:
+        records = read_records(events)  # all input first: a bad path leaves --out untouched
+    except OSError as exc:
+        raise click.FileError(exc.filename or events[0], hint=exc.strerror or str(exc)) from None
     rejects: BinaryIO | None = None
     try:
         with open(out_path, "wb") as out:
             if rejects_path:
                 rejects = open(rejects_path, "wb")  # noqa: SIM115 - closed below
-            summary = run_replay(list(events), out, config=config, rejects_out=rejects, db_url=db_url)
+            summary = replay_records(records, out, config=config, rejects_out=rejects, db_url=db_url)
     except OSError as exc:
         raise click.FileError(getattr(exc, "filename", None) or out_path, hint=exc.strerror or str(exc)) from None
+    except StoreNotEmpty as exc:
+        raise click.UsageError(str(exc)) from None
     finally:
         if rejects is not None:
             rejects.close()

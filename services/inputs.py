@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from domain.events import peek_cluster
+from domain.events import InvalidEvent, ScheduleMarker, parse_event
 from services.pipeline import Record
 
 
@@ -29,11 +29,14 @@ def _lines(name: str, handle: BinaryIO) -> Iterator[Record]:
 
 
 def marker_clusters(records: Iterable[Record]) -> set[str]:
-    """Clusters whose stream holds at least one SCHEDULE marker."""
+    """Clusters whose stream holds at least one valid SCHEDULE marker."""
     found = set()
     for record in records:
-        if b"SCHEDULE" in record.value:
-            peeked = peek_cluster(record.value)
-            if peeked is not None and peeked[1]:
-                found.add(peeked[0])
+        if record.value and b"SCHEDULE" in record.value:
+            try:
+                event = parse_event(record.value)
+            except InvalidEvent:
+                continue
+            if isinstance(event, ScheduleMarker):
+                found.add(event.cluster)
     return found

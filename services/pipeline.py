@@ -31,12 +31,13 @@ ORIGIN_HEADER = "schedstream-origin"  # Kafka header on markers written by the w
 class Record:
     """One input line or Kafka message, with where it came from."""
 
-    value: bytes
+    value: bytes | None  # None: a Kafka message without a value (a tombstone)
     position: str
     topic: str | None = None
     partition: int | None = None
     offset: int | None = None
-    external_clock: bool = False
+    external_clock: bool = False  # produced with the header schedstream-clock: stream
+    timer_marker: bool = False  # a SCHEDULE marker written by the worker's own timer
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def _event_row(event: Any, cluster: str, seq: int, record: Record) -> dict[str, 
         "namespace": "",
         "name": "",
         "uid": "",
-        "payload": record.value.decode().rstrip("\r\n"),
+        "payload": (record.value or b"").decode().rstrip("\r\n"),
         "topic": record.topic,
         "partition": record.partition,
         "offset": record.offset,
@@ -101,18 +102,29 @@ class Pipeline:
     ) -> None:
         """``outbox_topics``: (decisions topic, dlq topic) when results are to be published."""
         self.store = store
+        self.config = config
         self.consumer = consumer
         self.default_clock = default_clock
         self.clocks: dict[str, str] = dict(clocks or {})
+        self.partitions: dict[str, int] = {}  # cluster -> the events partition its lines arrive on
         self.outbox_topics = outbox_topics
-        self.engine = Engine(config, on_markers=lambda c: self.clocks.get(c, default_clock) != CLOCK_NONE)
+        self.engine = self._new_engine()
         self.progress = store.progress(consumer)
 
+    def _new_engine(self) -> Engine:
+        return Engine(self.config, on_markers=lambda c: self.clocks.get(c, self.default_clock) != CLOCK_NONE)
+
     def restore(self) -> int:
-        """Rebuild the domain state from the stored events; returns how many were folded."""
+        """Rebuild the domain state and progress from the store alone (at start and after every
+        rebalance, so no state from before can linger); returns how many events were folded."""
+        self.engine = self._new_engine()
+        self.progress = self.store.progress(self.consumer)
+        self.partitions.clear()
         folded = 0
-        for cluster, (next_seq, clock) in sorted(self.store.clusters().items()):
+        for cluster, (next_seq, clock, partition) in sorted(self.store.clusters().items()):
             self.clocks[cluster] = clock
+            if partition is not None:
+                self.partitions[cluster] = partition
             for seq, payload in self.store.iter_events(cluster):
                 processed = self.engine.handle(parse_event(payload))
                 if processed.seq != seq:
@@ -149,13 +161,22 @@ class Pipeline:
             self._reject(record, str(exc), batch, result)
             return
         cluster = event.cluster
-        if record.external_clock:
-            self.clocks[cluster] = CLOCK_STREAM
+        if record.external_clock or (
+            isinstance(event, ScheduleMarker) and record.topic is not None and not record.timer_marker
+        ):
+            self.clocks[cluster] = CLOCK_STREAM  # whoever writes this cluster's markers owns its clock
         self.clocks.setdefault(cluster, self.default_clock)
+        if record.partition is not None:
+            self.partitions[cluster] = record.partition
         processed = self.engine.handle(event)
         result.events += 1
         batch.events.append(_event_row(event, cluster, processed.seq, record))
-        batch.clusters[cluster] = {"cluster": cluster, "next_seq": processed.seq + 1, "clock": self.clocks[cluster]}
+        batch.clusters[cluster] = {
+            "cluster": cluster,
+            "next_seq": processed.seq + 1,
+            "clock": self.clocks[cluster],
+            "partition": self.partitions.get(cluster),
+        }
         for ordinal, decision in enumerate(processed.decisions):
             payload = encode_decision(decision).decode()
             target = decision.target
@@ -173,7 +194,9 @@ class Pipeline:
             result.decisions.append(decision)
 
     def _reject(self, record: Record, reason: str, batch: Batch, result: BatchResult) -> None:
-        reject = Reject(record.position, reason, record.value.decode(errors="replace").rstrip("\r\n"))
+        # NUL cannot be stored in PostgreSQL text: keep it visible, escaped.
+        text = (record.value or b"").decode(errors="replace").rstrip("\r\n").replace("\x00", "\\u0000")
+        reject = Reject(record.position, reason, text)
         result.rejects.append(reject)
         batch.rejects.append({
             "position": reject.position, "reason": reason, "payload": reject.value,

@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from domain.scheduler.config import SchedulerConfig
 from services.inputs import marker_clusters, read_records
-from services.pipeline import CLOCK_NONE, CLOCK_STREAM, Pipeline, Reject, encode_decision
+from services.pipeline import CLOCK_NONE, CLOCK_STREAM, Pipeline, Record, Reject, encode_decision
 from services.store.store import Store
 
 CHUNK = 1000
@@ -27,6 +27,10 @@ class ReplaySummary:
     decisions: Counter[str] = field(default_factory=Counter)
 
 
+class StoreNotEmpty(ValueError):
+    """Replay folds a whole history from its start: it needs an empty store."""
+
+
 def replay(
     paths: list[str],
     out: BinaryIO,
@@ -35,10 +39,24 @@ def replay(
     rejects_out: BinaryIO | None = None,
     db_url: str = "sqlite://",
 ) -> ReplaySummary:
-    records = read_records(paths)
+    return replay_records(read_records(paths), out, config=config, rejects_out=rejects_out, db_url=db_url)
+
+
+def replay_records(
+    records: list[Record],
+    out: BinaryIO,
+    *,
+    config: SchedulerConfig,
+    rejects_out: BinaryIO | None = None,
+    db_url: str = "sqlite://",
+) -> ReplaySummary:
     store = Store(db_url)
     try:
         store.upgrade()
+        if store.count("events") or store.count("rejects"):
+            raise StoreNotEmpty(
+                f"the store at {db_url.rsplit('@', maxsplit=1)[-1]} already holds events; replay needs an empty one"
+            )
         clocks = dict.fromkeys(marker_clusters(records), CLOCK_STREAM)
         pipeline = Pipeline(config, store, default_clock=CLOCK_NONE, clocks=clocks)
         summary = ReplaySummary()

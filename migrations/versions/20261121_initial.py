@@ -15,6 +15,8 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
+
 
 def upgrade() -> None:
     op.create_table(
@@ -60,7 +62,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "rejects",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", ID, primary_key=True, autoincrement=True),
         sa.Column("position", sa.String(512), nullable=False),
         sa.Column("reason", sa.Text, nullable=False),
         sa.Column("payload", sa.Text, nullable=False),
@@ -71,7 +73,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "outbox",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", ID, primary_key=True, autoincrement=True),
         sa.Column("topic", sa.String(249), nullable=False),
         sa.Column("key", sa.String(253), nullable=False),
         sa.Column("payload", sa.Text, nullable=False),
@@ -88,6 +90,7 @@ def upgrade() -> None:
         sa.Column("cluster", sa.String(253), primary_key=True),
         sa.Column("next_seq", sa.BigInteger, nullable=False),
         sa.Column("clock", sa.String(16), nullable=False),
+        sa.Column("partition", sa.Integer),
     )
 
 

@@ -17,6 +17,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, delete, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 import migrations
@@ -37,7 +38,8 @@ class Batch:
 
 
 def create_db_engine(url: str) -> Engine:
-    if url.startswith("sqlite") and (url.endswith(":memory:") or url in ("sqlite://", "sqlite:///")):
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
     else:
         engine = create_engine(url, pool_pre_ping=True)
@@ -47,7 +49,7 @@ def create_db_engine(url: str) -> Engine:
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA synchronous=FULL")  # a commit survives power loss before Kafka is acked
             cursor.execute("PRAGMA busy_timeout=10000")
             cursor.close()
 
@@ -112,10 +114,12 @@ class Store:
             rows = conn.execute(select(p.c.topic, p.c.partition, p.c.offset).where(p.c.consumer == consumer))
             return {(topic, partition): offset for topic, partition, offset in rows}
 
-    def clusters(self) -> dict[str, tuple[int, str]]:
+    def clusters(self) -> dict[str, tuple[int, str, int | None]]:
+        """cluster -> (next seq, clock owner, events partition)."""
         c = tables.clusters
         with self.engine.connect() as conn:
-            return {name: (next_seq, clock) for name, next_seq, clock in conn.execute(select(c))}
+            rows = conn.execute(select(c.c.cluster, c.c.next_seq, c.c.clock, c.c.partition))
+            return {name: (next_seq, clock, partition) for name, next_seq, clock, partition in rows}
 
     def iter_events(self, cluster: str, page: int = 5000) -> Iterator[tuple[int, str]]:
         """(seq, payload) of a cluster's stored events in seq order, read in pages."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
 metadata = MetaData()
+# 64-bit ids that never run out on PostgreSQL; SQLite autoincrements only an INTEGER primary key.
+ID = BigInteger().with_variant(Integer, "sqlite")
 
 events = Table(
     "events",
@@ -57,7 +59,7 @@ object_status = Table(
 rejects = Table(
     "rejects",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ID, primary_key=True, autoincrement=True),
     Column("position", String(512), nullable=False),
     Column("reason", Text, nullable=False),
     Column("payload", Text, nullable=False),
@@ -70,7 +72,7 @@ rejects = Table(
 outbox = Table(
     "outbox",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ID, primary_key=True, autoincrement=True),
     Column("topic", String(249), nullable=False),
     Column("key", String(253), nullable=False),
     Column("payload", Text, nullable=False),
@@ -91,4 +93,5 @@ clusters = Table(
     Column("cluster", String(253), primary_key=True),
     Column("next_seq", BigInteger, nullable=False),
     Column("clock", String(16), nullable=False),
+    Column("partition", Integer),
 )

@@ -21,6 +21,7 @@ from typing import Any
 
 import faust
 import msgspec
+from faust.types import TP
 
 from domain.scheduler.config import SchedulerConfig
 from services import logging as log
@@ -50,29 +51,53 @@ class StreamService:
         self.pipeline = Pipeline(
             config,
             store,
-            consumer=f"{settings.app_id}:{settings.events_topic}",
+            consumer="worker",  # progress is per (topic, partition), whatever the consumer group
             default_clock=default_clock,
             outbox_topics=(settings.decisions_topic, settings.dlq_topic),
         )
         self.outbox_lock = asyncio.Lock()
         self.last_activity = time.monotonic()
+        self.owned: set[int] = set()  # partitions of the events topic assigned to this worker
 
-    def restore(self) -> None:
+    async def on_assigned(self, assigned: set[TP]) -> None:
+        """Own the new assignment: rebuild state and progress from the store, and refuse to run if
+        the consumer group already committed past what the store holds (a store restored from an
+        older backup, or a new store under an old group): that would skip events silently."""
+        self.owned = {tp.partition for tp in assigned if tp.topic == self.settings.events_topic}
         started = time.monotonic()
         folded = self.pipeline.restore()
-        logger.info("state restored", events=folded, seconds=round(time.monotonic() - started, 3))
-        self.last_activity = time.monotonic()
+        logger.info(
+            "partitions assigned, state restored",
+            partitions=sorted(self.owned),
+            events=folded,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        committed = await self.app.consumer.seek_to_committed()
+        for tp, offset in sorted(committed.items()):
+            done = self.pipeline.progress.get((tp.topic, tp.partition), -1)
+            if tp.topic == self.settings.events_topic and offset is not None and offset > done + 1:
+                logger.critical(
+                    "the consumer group is ahead of the store; use a new SCHEDSTREAM_APP_ID to read the "
+                    "topic again, or the store this group wrote to",
+                    partition=tp.partition,
+                    committed=offset,
+                    stored=done,
+                )
+                os._exit(78)
+        self.last_activity = time.monotonic()  # waiting for the group is not idleness
 
     async def handle(self, events: Sequence[faust.types.EventT]) -> None:
         records = []
         for event in events:
             m = event.message
-            if _header(m.headers, ORIGIN_HEADER) != b"timer":
+            timer_marker = _header(m.headers, ORIGIN_HEADER) == b"timer"
+            if not timer_marker:
                 self.last_activity = time.monotonic()  # our own markers are not input
             external = _header(m.headers, CLOCK_HEADER) == CLOCK_STREAM.encode()
             records.append(
                 Record(
                     value=m.value,
+                    timer_marker=timer_marker,
                     position=f"{m.topic}[{m.partition}]@{m.offset}",
                     topic=m.topic,
                     partition=m.partition,
@@ -115,14 +140,18 @@ class StreamService:
                 self.store.delete_outbox([row[0] for row in rows])
 
     async def tick(self) -> None:
-        """Write a SCHEDULE marker into each timer-clocked cluster's partition that wants a cycle."""
+        """Write a SCHEDULE marker for each timer-clocked cluster this worker owns that wants a
+        cycle, into the partition its events arrive on (whatever partitioner their producer used)."""
         now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         for cluster, state in sorted(self.pipeline.engine.clusters.items()):
-            if self.pipeline.clocks.get(cluster) != CLOCK_TIMER or not state.wants_cycle():
+            partition = self.pipeline.partitions.get(cluster)
+            if partition not in self.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:
+                continue
+            if not state.wants_cycle():
                 continue
             marker = msgspec.json.encode({"type": "SCHEDULE", "cluster": cluster, "time": now})
             await self.app.producer.send(
-                self.settings.events_topic, cluster.encode(), marker, None, None, {ORIGIN_HEADER: b"timer"}
+                self.settings.events_topic, cluster.encode(), marker, partition, None, {ORIGIN_HEADER: b"timer"}
             )
 
     def idle_for(self) -> float:
@@ -154,8 +183,7 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
 
     @app.task
     async def start() -> None:
-        service.restore()
-        await service.flush_outbox()
+        await service.flush_outbox()  # what a crash left behind
 
     @app.agent(events_topic)
     async def consume(stream: faust.StreamT) -> None:
@@ -172,9 +200,9 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
         app.timer(settings.schedule_period)(service.tick)
 
     @app.on_partitions_assigned.connect
-    async def assigned(_app: faust.App, assigned: set[Any], **_: Any) -> None:
-        logger.info("partitions assigned", partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
-        service.last_activity = time.monotonic()  # waiting for the group is not idleness
+    async def assigned(_app: faust.App, assigned: set[TP], **_: Any) -> None:
+        # Faust awaits this with the partitions paused, before any message of the new assignment.
+        await service.on_assigned(assigned)
 
     if exit_when_idle:
 

@@ -156,3 +156,38 @@ def test_the_worker_writes_schedule_markers_and_a_replay_of_the_stored_stream_re
     assert markers >= 1
     assert replay_lines(stored, tmp_path) == [line.encode() for line in store.decisions()]
     assert deployment.topic(deployment.decisions_topic) == [line.encode() for line in store.decisions()]
+
+
+def test_two_clusters_on_their_own_partitions_each_get_the_decisions_of_replay(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    lines = synthetic_stream("east", Shape(nodes=4, gangs=20)) + synthetic_stream("west", Shape(nodes=3, gangs=20))
+    stream = tmp_path / "two.jsonl"
+    stream.write_text("\n".join(lines) + "\n")
+    db_url = f"sqlite:///{tmp_path / 'worker.db'}"
+    deployment = Deployment(kafka_bootstrap, db_url, tmp_path)
+    deployment.schedstream("produce", str(stream))
+    deployment.run_worker_until_idle()
+
+    store = Store(db_url)
+    partitions = {cluster: partition for cluster, (_, _, partition) in store.clusters().items()}
+    assert partitions == {"east": 2, "west": 1}  # the producer's murmur2 hash of each key, 4 partitions
+    replayed = [msgspec.json.decode(line) for line in replay_lines(stream, tmp_path)]
+    for cluster in ("east", "west"):
+        want = [d for d in replayed if d["cluster"] == cluster]
+        assert want, cluster
+        assert [msgspec.json.decode(p) for p in store.decisions(cluster)] == want
+
+
+def test_a_consumer_group_ahead_of_its_store_stops_the_worker_instead_of_skipping_events(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    first = Deployment(kafka_bootstrap, f"sqlite:///{tmp_path / 'first.db'}", tmp_path)
+    first.schedstream("produce", str(EXAMPLE))
+    first.run_worker_until_idle()
+    # The same group, a store that has seen nothing (a restored backup, a wrong URL).
+    second = Deployment(kafka_bootstrap, f"sqlite:///{tmp_path / 'second.db'}", tmp_path)
+    second.env.update({k: first.env[k] for k in ("SCHEDSTREAM_EVENTS_TOPIC", "SCHEDSTREAM_APP_ID")})
+    worker = second.start_worker("--exit-when-idle", "4")
+    assert worker.wait(timeout=120) == 78
+    assert "the consumer group is ahead of the store" in (tmp_path / f"worker-{second.runs}.log").read_text()

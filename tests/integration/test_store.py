@@ -103,3 +103,17 @@ def test_replay_into_a_database_stores_the_same_decisions_it_prints(db_url: str)
     assert store.count("events") == summary.events == len(read_records([str(EXAMPLE)])) - 1
     assert [position for position, _ in store.rejects()] == [f"{EXAMPLE}:18"]
     store.close()
+
+
+def test_hostile_lines_are_rejects_that_both_databases_can_store(store: Store) -> None:
+    hostile = [
+        b"\x00\x01 binary garbage",
+        b'{"type": "ADDED", "object": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x\xff"}}}',
+        b'{"type": "ADDED", "object": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a\\u0000b"}}}',
+        None,  # a Kafka message without a value
+    ]
+    records = [Record(value=v, position=f"t[0]@{i}", topic="t", partition=0, offset=i) for i, v in enumerate(hostile)]
+    result = Pipeline(SchedulerConfig(), store, consumer="g").process(records)
+    assert result.events == 0
+    assert [position for position, _ in store.rejects()] == ["t[0]@0", "t[0]@1", "t[0]@2", "t[0]@3"]
+    assert store.progress("g") == {("t", 0): 3}

@@ -206,7 +206,39 @@ BAD_CASES = [
         ),
         "Object missing required field `nominalQuota` - at `$.object.spec.resourceGroups[0].flavors[0].resources[0]`",
     ),
+    # Hostile input: each must be a reject, never an exception that stops the worker or the store.
+    BadCase(
+        "invalid UTF-8 inside a JSON string",
+        b'{"type": "ADDED", "object": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x\xff"}}}',
+        "not JSON: 'utf-8' codec can't decode byte 0xff",
+    ),
+    BadCase("binary garbage with a NUL byte", b"\x00\x01\x02", "not JSON"),
+    BadCase(
+        "a NUL character in a name (PostgreSQL text cannot hold it)",
+        watch({**minimal(), "metadata": {"name": "a\u0000b"}}),
+        "`object.metadata.name` contains a NUL character - at `$.object.metadata.name`",
+    ),
+    BadCase(
+        "a name longer than Kubernetes allows",
+        watch({**minimal(), "metadata": {"name": "n" * 254}}),
+        "`object.metadata.name` is longer than 253 characters",
+    ),
+    BadCase(
+        "a namespace longer than a DNS label",
+        watch({**minimal(), "metadata": {"name": "x", "namespace": "n" * 64}}),
+        "`object.metadata.namespace` is longer than 63 characters",
+    ),
+    BadCase(
+        "a cluster name too long",
+        line({"type": "SCHEDULE", "cluster": "c" * 254, "time": "2026-01-01T00:00:00Z"}),
+        "`cluster` is longer than 253 characters",
+    ),
 ]
+
+
+def test_a_message_without_a_value_is_rejected() -> None:
+    with pytest.raises(InvalidEvent, match="empty message"):
+        parse_event(None)
 
 
 @pytest.mark.parametrize("case", BAD_CASES, ids=lambda c: c.name)
