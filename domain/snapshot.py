@@ -58,7 +58,8 @@ def _decode_quantity(tp: type, value: Any) -> Any:
     raise NotImplementedError(tp)
 
 
-def _cluster(state: ClusterState) -> dict[str, Any]:
+def take_cluster(state: ClusterState) -> dict[str, Any]:
+    """One cluster's entry of the format above."""
     objects = []
     for kind, store in sorted(state.objects.items()):
         for key, obj in sorted(store.items()):
@@ -82,7 +83,7 @@ def take(engine: Engine) -> dict[str, Any]:
     """The engine's whole state, clusters in name order."""
     return {
         "version": SNAPSHOT_VERSION,
-        "clusters": {name: _cluster(state) for name, state in sorted(engine.clusters.items())},
+        "clusters": {name: take_cluster(state) for name, state in sorted(engine.clusters.items())},
     }
 
 
@@ -113,9 +114,18 @@ def _restore_cluster(name: str, data: dict[str, Any]) -> ClusterState:
     return state
 
 
-def restore(engine: Engine, snapshot: dict[str, Any]) -> None:
-    """Replace the engine's clusters with the snapshot's; its config stays the engine's own."""
-    version = snapshot.get("version")
+def _check_version(version: object) -> None:
     if version != SNAPSHOT_VERSION:
         raise SnapshotError(f"snapshot version {version!r} is not supported (this code reads {SNAPSHOT_VERSION})")
+
+
+def restore(engine: Engine, snapshot: dict[str, Any]) -> None:
+    """Replace the engine's clusters with the snapshot's; its config stays the engine's own."""
+    _check_version(snapshot.get("version"))
     engine.clusters = {name: _restore_cluster(name, data) for name, data in snapshot["clusters"].items()}
+
+
+def restore_cluster(engine: Engine, name: str, data: dict[str, Any], version: int) -> None:
+    """Put one cluster's entry (from ``take_cluster``, at ``version``) into the engine."""
+    _check_version(version)
+    engine.clusters[name] = _restore_cluster(name, data)

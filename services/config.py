@@ -21,6 +21,7 @@ class Settings:
     batch_size: int = 500
     batch_within: float = 0.2
     session_timeout: float = 10.0
+    snapshot_every: int = 10_000
     data_dir: Path = Path(".schedstream")
     log_format: str = "auto"
     log_level: str = "info"
@@ -44,6 +45,7 @@ class Settings:
             batch_size=int(e.get("SCHEDSTREAM_BATCH_SIZE", d.batch_size)),
             batch_within=float(e.get("SCHEDSTREAM_BATCH_WITHIN", d.batch_within)),
             session_timeout=float(e.get("SCHEDSTREAM_SESSION_TIMEOUT", d.session_timeout)),
+            snapshot_every=int(e.get("SCHEDSTREAM_SNAPSHOT_EVERY", d.snapshot_every)),
             data_dir=Path(e.get("SCHEDSTREAM_DATA_DIR", str(d.data_dir))),
             log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
             log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from domain import snapshot
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import InvalidEvent, ScheduleMarker, UnknownKind, WatchEvent, parse_event
@@ -99,8 +100,11 @@ class Pipeline:
         default_clock: str = CLOCK_NONE,
         clocks: dict[str, str] | None = None,
         outbox_topics: tuple[str, str] | None = None,
+        snapshot_every: int = 0,
     ) -> None:
-        """``outbox_topics``: (decisions topic, dlq topic) when results are to be published."""
+        """``outbox_topics``: (decisions topic, dlq topic) when results are to be published;
+        ``snapshot_every``: snapshot a cluster in the batch that takes it this many events past
+        its last snapshot (0: never)."""
         self.store = store
         self.config = config
         self.consumer = consumer
@@ -108,6 +112,8 @@ class Pipeline:
         self.clocks: dict[str, str] = dict(clocks or {})
         self.partitions: dict[str, int] = {}  # cluster -> the events partition its lines arrive on
         self.outbox_topics = outbox_topics
+        self.snapshot_every = snapshot_every
+        self.snapshot_seq: dict[str, int] = {}  # cluster -> next seq at its latest snapshot
         self.engine = self._new_engine()
         self.progress = store.progress(consumer)
 
@@ -120,12 +126,19 @@ class Pipeline:
         self.engine = self._new_engine()
         self.progress = self.store.progress(self.consumer)
         self.partitions.clear()
+        self.snapshot_seq.clear()
+        snapshots = self.store.snapshots()
         folded = 0
         for cluster, (next_seq, clock, partition) in sorted(self.store.clusters().items()):
             self.clocks[cluster] = clock
             if partition is not None:
                 self.partitions[cluster] = partition
-            for seq, payload in self.store.iter_events(cluster):
+            start = 0
+            if cluster in snapshots:
+                version, start, payload = snapshots[cluster]
+                snapshot.restore_cluster(self.engine, cluster, msgspec.json.decode(payload), version)
+                self.snapshot_seq[cluster] = start
+            for seq, payload in self.store.iter_events(cluster, start=start):
                 processed = self.engine.handle(parse_event(payload))
                 if processed.seq != seq:
                     raise RuntimeError(
@@ -150,9 +163,25 @@ class Pipeline:
                 progress[tp] = record.offset
                 batch.progress[(self.consumer, *tp)] = record.offset
             self._process_one(record, batch, result)
+        self._snapshot_due(batch)
         self.store.write_batch(batch)
         self.progress = progress
         return result
+
+    def _snapshot_due(self, batch: Batch) -> None:
+        """Add, to the batch's own transaction, the snapshot of every cluster that is due one."""
+        if not self.snapshot_every:
+            return
+        for cluster, row in batch.clusters.items():
+            if row["next_seq"] - self.snapshot_seq.get(cluster, 0) >= self.snapshot_every:
+                data = snapshot.take_cluster(self.engine.state(cluster))
+                batch.snapshots[cluster] = {
+                    "cluster": cluster,
+                    "version": snapshot.SNAPSHOT_VERSION,
+                    "next_seq": row["next_seq"],
+                    "payload": msgspec.json.encode(data).decode(),
+                }
+                self.snapshot_seq[cluster] = row["next_seq"]
 
     def _process_one(self, record: Record, batch: Batch, result: BatchResult) -> None:
         try:

@@ -41,7 +41,9 @@ class Gang:
     pending: list[Pod] = field(default_factory=list)
 
     def order(self) -> tuple[int, datetime, str]:
-        created = (self.group.metadata.creation_timestamp if self.group else None) or _EPOCH
+        # A PodGroup's age, or a lone pod's own: older work first, whatever shape it has.
+        owner = self.group.metadata if self.group else self.pending[0].metadata
+        created = owner.creation_timestamp or _EPOCH
         priority = max((p.spec.priority or 0 for p in self.pending), default=0)
         return (-priority, created, self.key)
 

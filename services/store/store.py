@@ -34,6 +34,7 @@ class Batch:
     outbox: list[dict[str, Any]] = field(default_factory=list)
     statuses: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     progress: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
 
@@ -88,6 +89,7 @@ class Store:
                 conn, tables.object_status, list(batch.statuses.values()), ("cluster", "kind", "namespace", "name")
             )
             self._upsert(conn, tables.clusters, list(batch.clusters.values()), ("cluster",))
+            self._upsert(conn, tables.snapshots, list(batch.snapshots.values()), ("cluster",))
             progress = [
                 {"consumer": c, "topic": t, "partition": p, "offset": o} for (c, t, p), o in batch.progress.items()
             ]
@@ -121,10 +123,17 @@ class Store:
             rows = conn.execute(select(c.c.cluster, c.c.next_seq, c.c.clock, c.c.partition))
             return {name: (next_seq, clock, partition) for name, next_seq, clock, partition in rows}
 
-    def iter_events(self, cluster: str, page: int = 5000) -> Iterator[tuple[int, str]]:
-        """(seq, payload) of a cluster's stored events in seq order, read in pages."""
+    def snapshots(self) -> dict[str, tuple[int, int, str]]:
+        """cluster -> (format version, next seq, payload) of its latest snapshot."""
+        t = tables.snapshots
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.c.cluster, t.c.version, t.c.next_seq, t.c.payload))
+            return {cluster: (version, next_seq, payload) for cluster, version, next_seq, payload in rows}
+
+    def iter_events(self, cluster: str, page: int = 5000, start: int = 0) -> Iterator[tuple[int, str]]:
+        """(seq, payload) of a cluster's stored events from seq ``start`` on, in seq order, read in pages."""
         e = tables.events
-        after = -1
+        after = start - 1
         while True:
             with self.engine.connect() as conn:
                 rows = conn.execute(

@@ -95,3 +95,12 @@ clusters = Table(
     Column("clock", String(16), nullable=False),
     Column("partition", Integer),
 )
+
+snapshots = Table(
+    "snapshots",
+    metadata,
+    Column("cluster", String(253), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("next_seq", BigInteger, nullable=False),
+    Column("payload", Text, nullable=False),
+)

@@ -54,6 +54,7 @@ class StreamService:
             consumer="worker",  # progress is per (topic, partition), whatever the consumer group
             default_clock=default_clock,
             outbox_topics=(settings.decisions_topic, settings.dlq_topic),
+            snapshot_every=settings.snapshot_every,
         )
         self.outbox_lock = asyncio.Lock()
         self.last_activity = time.monotonic()

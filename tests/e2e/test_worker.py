@@ -110,7 +110,12 @@ def test_a_worker_killed_mid_stream_and_restarted_ends_with_the_decisions_of_an_
     # Small batches so the kill lands between commits; the shortest session Kafka allows, so the
     # restarted worker gets the partitions back soon after the dead one's session expires.
     deployment = Deployment(
-        kafka_bootstrap, db_url, tmp_path, SCHEDSTREAM_BATCH_SIZE="40", SCHEDSTREAM_SESSION_TIMEOUT="6"
+        kafka_bootstrap,
+        db_url,
+        tmp_path,
+        SCHEDSTREAM_BATCH_SIZE="40",
+        SCHEDSTREAM_SESSION_TIMEOUT="6",
+        SCHEDSTREAM_SNAPSHOT_EVERY="300",  # the restart restores from a snapshot and folds the tail
     )
     deployment.schedstream("produce", str(stream))
 
@@ -128,6 +133,7 @@ def test_a_worker_killed_mid_stream_and_restarted_ends_with_the_decisions_of_an_
     worker.wait()
     stored_at_kill = store.count("decisions")
     assert 0 < stored_at_kill < len(expected), "the kill must land mid-stream"
+    assert store.snapshots(), "the first worker took snapshots"
 
     deployment.run_worker_until_idle()
     stored = [line.encode() for line in store.decisions()]

@@ -18,7 +18,7 @@ from services.store.store import Batch, Store
 from tests.streams import Shape, synthetic_stream
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "volcano-gang.jsonl"
-TABLES = {"events", "decisions", "object_status", "rejects", "outbox", "consumer_progress", "clusters"}
+TABLES = {"events", "decisions", "object_status", "rejects", "outbox", "consumer_progress", "clusters", "snapshots"}
 
 
 def kafka_records(lines: list[str], partition: int = 0) -> list[Record]:
@@ -27,6 +27,16 @@ def kafka_records(lines: list[str], partition: int = 0) -> list[Record]:
         Record(value=line.encode(), position=f"t[{partition}]@{offset}", topic="t", partition=partition, offset=offset)
         for offset, line in enumerate(lines)
     ]
+
+
+def stream_and_its_replay(tmp_path: Path) -> tuple[list[Record], str]:
+    """A synthetic stream as consumed records, and the decisions replay gives for it."""
+    lines = synthetic_stream(shape=Shape(nodes=6, gangs=40))
+    path = tmp_path / "stream.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    expected = io.BytesIO()
+    replay([str(path)], expected, config=SchedulerConfig())
+    return kafka_records(lines), expected.getvalue().decode()
 
 
 @pytest.fixture
@@ -80,19 +90,14 @@ def test_redelivered_messages_are_skipped_and_nothing_is_duplicated(store: Store
 
 
 def test_a_restarted_pipeline_restores_its_state_and_continues_exactly(store: Store, tmp_path: Path) -> None:
-    lines = synthetic_stream(shape=Shape(nodes=6, gangs=40))
-    records = kafka_records(lines)
-    path = tmp_path / "stream.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    expected = io.BytesIO()
-    replay([str(path)], expected, config=SchedulerConfig())
+    records, expected = stream_and_its_replay(tmp_path)
 
     half = len(records) // 2
     Pipeline(SchedulerConfig(), store, consumer="g", clocks={"c1": CLOCK_STREAM}).process(records[:half])
     restarted = Pipeline(SchedulerConfig(), store, consumer="g")
     assert restarted.restore() == half
     restarted.process(records)  # the first half is redelivered and skipped
-    assert "\n".join(store.decisions()) + "\n" == expected.getvalue().decode()
+    assert "\n".join(store.decisions()) + "\n" == expected
 
 
 def test_replay_into_a_database_stores_the_same_decisions_it_prints(db_url: str) -> None:
@@ -117,3 +122,19 @@ def test_hostile_lines_are_rejects_that_both_databases_can_store(store: Store) -
     assert result.events == 0
     assert [position for position, _ in store.rejects()] == ["t[0]@0", "t[0]@1", "t[0]@2", "t[0]@3"]
     assert store.progress("g") == {("t", 0): 3}
+
+
+def test_a_restart_from_a_snapshot_folds_only_the_tail_and_continues_exactly(store: Store, tmp_path: Path) -> None:
+    records, expected = stream_and_its_replay(tmp_path)
+
+    half = len(records) // 2
+    first = Pipeline(SchedulerConfig(), store, consumer="g", clocks={"c1": CLOCK_STREAM}, snapshot_every=50)
+    for start in range(0, half, 40):  # batches of 40, as a worker would commit them
+        first.process(records[start : min(start + 40, half)])
+    (_, snapshot_seq, _) = store.snapshots()["c1"]
+    assert half - 50 < snapshot_seq <= half
+
+    restarted = Pipeline(SchedulerConfig(), store, consumer="g", snapshot_every=50)
+    assert restarted.restore() == half - snapshot_seq
+    restarted.process(records)
+    assert "\n".join(store.decisions()) + "\n" == expected
