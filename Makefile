@@ -5,9 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench kafka-jars clean
+.PHONY: deps setup run test lint bench kafka-jars clean
 
-$(STAMP): pyproject.toml
+# Debian packages a fresh machine may lack (Java, Maven, python3-venv, PostgreSQL); a no-op otherwise.
+deps:
+	bash ops/install-deps.sh
+
+$(STAMP): pyproject.toml | deps
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e ".[dev]"
