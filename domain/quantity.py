@@ -38,8 +38,9 @@ class InvalidQuantity(ValueError):
 
 @lru_cache(maxsize=4096)
 def _parse_text(text: str) -> int:
-    # Python's Decimal also reads "1_000" and " 1 ", which Kubernetes rejects.
-    if not text or "_" in text or text != text.strip():
+    # Python's Decimal (and the client's suffix split) also read "1_000", " 1 " and "12 Gi",
+    # which Kubernetes rejects.
+    if not text or "_" in text or any(c.isspace() for c in text):
         raise InvalidQuantity(f"invalid quantity {text!r}")
     with localcontext(prec=_EXACT_DIGITS):  # exact even for "999999999999Ei"
         try:

@@ -90,6 +90,7 @@ BAD_CASES = [
     # Decimal (behind kubernetes.utils.parse_quantity) also accepts these two.
     BadCase("underscore digit separators", "1_000", "invalid quantity '1_000'"),
     BadCase("surrounding whitespace", " 1 ", "invalid quantity ' 1 '"),
+    BadCase("a space before the suffix", "12 Gi", "invalid quantity '12 Gi'"),
 ]
 
 

@@ -1,0 +1,152 @@
+"""A trace's arrivals as CONTRACT section-1 lines: the open-loop event stream of a trace.
+
+The nodes are ADDED first (with the kubelet's default ``pods: 110`` unless they say otherwise:
+traces do not record a pod limit, and the scheduler counts pods). Then every job is ADDED at
+its submit time, as a Volcano PodGroup (``minMember`` = the gang minimum, its queue,
+annotation ``volcano.sh/network-topology`` for a topology request) followed by its pending
+Pods (annotation ``scheduling.k8s.io/group-name``), or as a Kueue Workload with one pod set
+(``count`` = tasks, ``minCount`` when the gang minimum is smaller, ``topologyRequest.required``
+for a topology request). A SCHEDULE marker closes each ``period`` of simulated time that had
+arrivals (or, with ``skip_idle=False``, every period from the first arrival on), its time
+``start`` + the end of that period. Nothing finishes here: completions, bindings and
+evictions are the simulator's part.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION
+from domain.scheduler.config import SchedulerConfig
+from services.traces.model import IB_CLUSTER, SCHEDULERS, Job, Node, Trace
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+WORKLOAD_API = "kueue.x-k8s.io/v1beta1"
+KUBELET_MAX_PODS = "110"  # the kubelet's default, for nodes whose trace gives no pod limit
+_UIDS = uuid.UUID("6f1c2f0e-5b1a-4c2e-9a57-7d3c0b9e1a40")
+
+
+def _timestamp(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+class _Renderer:
+    def __init__(self, cluster: str, namespace: str, start: datetime) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.start = start
+        self.lines: list[str] = []
+
+    def meta(self, kind: str, name: str, submit: float, *, namespaced: bool = True) -> dict[str, Any]:
+        namespace = self.namespace if namespaced else ""
+        meta: dict[str, Any] = {
+            "name": name,
+            "uid": str(uuid.uuid5(_UIDS, f"{self.cluster}/{kind}/{namespace}/{name}")),
+            "resourceVersion": str(len(self.lines) + 1),
+            "creationTimestamp": _timestamp(self.start + timedelta(seconds=submit)),
+        }
+        if namespaced:
+            meta["namespace"] = namespace
+        return meta
+
+    def added(self, obj: dict[str, Any]) -> None:
+        line = {"type": "ADDED", "cluster": self.cluster, "object": obj}
+        self.lines.append(json.dumps(line, separators=(",", ":")))
+
+    def marker(self, seconds: float) -> None:
+        at = _timestamp(self.start + timedelta(seconds=seconds))
+        line = {"type": "SCHEDULE", "cluster": self.cluster, "time": at}
+        self.lines.append(json.dumps(line, separators=(",", ":")))
+
+    def node(self, node: Node) -> None:
+        meta = self.meta("Node", node.name, 0, namespaced=False)
+        meta["labels"] = {"kubernetes.io/hostname": node.name, **node.labels}
+        allocatable = {"pods": KUBELET_MAX_PODS, **node.allocatable}
+        status = {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]}
+        self.added({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {}, "status": status})
+
+    def volcano(self, job: Job) -> None:
+        meta = self.meta("PodGroup", job.id, job.submit)
+        meta["labels"] = job.labels
+        if job.topology:
+            meta["annotations"] = {NETWORK_TOPOLOGY_ANNOTATION: job.topology}
+        spec = {"minMember": job.gang, "queue": job.queue}
+        self.added({"apiVersion": PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec, "status": {}})
+        for index in range(job.tasks):
+            pod_meta = self.meta("Pod", f"{job.id}-{index}", job.submit)
+            pod_meta["labels"] = job.labels
+            pod_meta["annotations"] = {GROUP_ANNOTATION: job.id}
+            pod_spec = {"schedulerName": "volcano", "priority": job.priority, **_pod_spec(job)}
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
+            self.added({**pod, "status": {"phase": "Pending"}})
+
+    def kueue(self, job: Job, ib_label: str) -> None:
+        meta = self.meta("Workload", job.id, job.submit)
+        meta["labels"] = job.labels
+        pod_set: dict[str, Any] = {"name": "main", "count": job.tasks, "template": {"spec": _pod_spec(job)}}
+        if job.gang < job.tasks:
+            pod_set["minCount"] = job.gang
+        if job.topology:
+            pod_set["topologyRequest"] = {"required": ib_label if job.topology == IB_CLUSTER else job.topology}
+        spec = {"queueName": job.queue, "priority": job.priority, "podSets": [pod_set]}
+        self.added({"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec})
+
+
+def _pod_spec(job: Job) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": job.requests}}]}
+    if job.node_affinity:
+        expressions = [
+            {"key": label, "operator": "In", "values": list(values)} for label, values in job.node_affinity.items()
+        ]
+        required = {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    return spec
+
+
+def to_events(
+    trace: Trace,
+    nodes: Sequence[Node] | None = None,
+    *,
+    cluster: str = "default",
+    scheduler: str = "volcano",
+    period: float = 1.0,
+    skip_idle: bool = True,
+    namespace: str = "default",
+    start: datetime = START,
+    ib_label: str = SchedulerConfig().ib_cluster_label,
+) -> list[str]:
+    """Lines for ``nodes`` (default: the trace's own) and the trace's job arrivals.
+
+    ``scheduler`` renders jobs that do not name their own; markers close each ``period``
+    seconds of simulated time that had arrivals, or every period from the first arrival on
+    with ``skip_idle=False``.
+    """
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, not {scheduler!r}")
+    if not period > 0:
+        raise ValueError(f"period must be > 0, not {period!r}")
+    out = _Renderer(cluster, namespace, start)
+    for node in trace.nodes if nodes is None else nodes:
+        out.node(node)
+    arrived: int | None = None  # the last period with arrivals; marker t closes period t - 1
+    for job in trace.jobs:
+        current = math.floor(job.submit / period)
+        if arrived is not None and arrived < current:
+            last = current if not skip_idle else arrived + 1
+            for tick in range(arrived + 1, last + 1):
+                out.marker(tick * period)
+        arrived = current
+        if (job.scheduler or scheduler) == "kueue":
+            out.kueue(job, ib_label)
+        else:
+            out.volcano(job)
+    if arrived is not None:
+        out.marker((arrived + 1) * period)
+    return out.lines
