@@ -4,6 +4,7 @@ The same synthetic stream (tests/streams.py) goes through: json.loads alone (the
 stage is compared with), parse_event (envelope + typed object), parse + Engine (state and
 scheduling cycles), and the whole Pipeline into an on-disk SQLite store
 (one transaction per 1,000 events), plus PostgreSQL when $SCHEDSTREAM_BENCH_PG_URL is set.
+Then the scheduling-cycle benchmark of issue 4 (bench/cycle.py) at 500, 5,000 and 10,000 nodes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import delete
 
+from bench import cycle
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
@@ -91,6 +93,8 @@ def main() -> None:
             baseline = baseline or seconds
             rate, micros = len(lines) / seconds, seconds / len(lines) * 1e6
             print(f"{name:<30} {rate:>12,.0f} {micros:>10.1f} {seconds / baseline:>11.1f}")
+    print("\none scheduling cycle (issue 4): 4 pending pods per node, gangs of 1-21, 20% single-IB-cluster\n")
+    cycle.main()
 
 
 if __name__ == "__main__":

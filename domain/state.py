@@ -26,12 +26,14 @@ from enum import StrEnum
 
 from domain.events import Bookmark, EventType, Inbound, ScheduleMarker, UnknownKind, WatchEvent
 from domain.kinds import KubeObject
-from domain.lifecycle import pod_group, workload
+from domain.lifecycle import pod_group, queue, workload
 from domain.lifecycle.catalog import MACHINES
 from domain.lifecycle.pod import PodFact
-from domain.lifecycle.status import MachineStatus, PodGroupStatusView
+from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
 from domain.lifecycle.table import IllegalTransition
+from domain.lifecycle.workload import WorkloadView
 from domain.objects.core import Pod
+from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey, key_of
 
 
@@ -85,9 +87,11 @@ class ClusterState:
         return status.node if status is not None and status.uid == pod.metadata.uid else ""
 
     def wants_cycle(self) -> bool:
-        """Whether a marker now could change anything: new events, or pods still waiting."""
-        return self.events_since_marker > 0 or any(
-            p.status.phase == "Pending" and not self.node_of(p) for p in self.pods().values()
+        """Whether a marker now could change anything: new events, pods or workloads still waiting."""
+        return (
+            self.events_since_marker > 0
+            or any(p.status.phase == "Pending" and not self.node_of(p) for p in self.pods().values())
+            or any(s.needs_second_pass or s.phase in workload.WAITS for s in self.machines.get("Workload", {}).values())
         )
 
     def apply(self, event: Inbound, *, seq: int) -> None:
@@ -121,6 +125,66 @@ class ClusterState:
         status.reported = view
         return True
 
+    def decide_workload_status(self, wl: Workload, view: WorkloadView, seq: int) -> bool:
+        """Fold a WorkloadStatus decision; False (recorded) if the phase it shows is illegal now."""
+        status = self.status_of(wl)
+        if status is None or not self._step(status, workload.fact_of(wl.spec.active, view), seq):
+            return False
+        status.workload = view
+        self._sync_second_pass(status, view)
+        return True
+
+    def workload_view(self, wl: Workload) -> WorkloadView:
+        """The status a workload has now: the one we last decided, else the cluster's."""
+        status = self.status_of(wl)
+        decided = status.workload if status is not None else None
+        return decided if decided is not None else workload.view_of(wl)
+
+    @staticmethod
+    def _sync_second_pass(status: MachineStatus, view: WorkloadView) -> None:
+        # S3: derived in the same fold as the status it depends on, never carried over.
+        holds = status.phase in workload.HOLDS_QUOTA
+        status.unhealthy_nodes = view.unhealthy_nodes if holds else ()
+        status.needs_second_pass = holds and workload.needs_second_pass(view)
+
+    def decide_evict(self, pod: Pod) -> bool:
+        """Record an Evict decision; False when the pod was evicted already."""
+        status = self.status_of(pod)
+        if status is None or status.evicted:
+            return False
+        status.evicted = True
+        return True
+
+    def decide_queue_status(self, obj: KubeObject, view: QueueStatusView, seq: int) -> bool:
+        """Fold a QueueStatus decision: it reports the state the queue is in, and what it holds."""
+        status = self.status_of(obj)
+        fact = queue.DECIDED.get(view[0])
+        if status is None or fact is None or not self._step(status, fact, seq):
+            return False
+        status.queue_reported = view
+        return True
+
+    def decide_queue_refused(self, obj: KubeObject, seq: int) -> bool:
+        """Fold a Reject of a queue (S2); False when it was refused already, or cannot be now."""
+        status = self.status_of(obj)
+        if status is None or status.phase is queue.QueuePhase.REJECTED:
+            return False
+        return self._step(status, queue.QueueFact.CREATION_REFUSED, seq)
+
+    def decide_reject(self, obj: KubeObject, reason: str, seq: int) -> bool:
+        """Record a Reject decision (S2); False when the same reason is already in force."""
+        status = self.status_of(obj)
+        if status is None or status.rejected == reason:
+            return False
+        status.rejected = reason
+        return True
+
+    def withdraw_reject(self, obj: KubeObject) -> None:
+        """The reason for a Reject no longer applies (its queue became a leaf, or it moved)."""
+        status = self.status_of(obj)
+        if status is not None:
+            status.rejected = ""
+
     def _step(self, status: MachineStatus, fact: StrEnum, seq: int) -> bool:
         lifecycle = MACHINES[status.kind].lifecycle
         try:
@@ -132,8 +196,6 @@ class ClusterState:
             return False
         if target != status.phase:
             status.phase, status.since_seq, status.since = target, seq, self.clock
-        if status.kind == "Workload" and target not in workload.HOLDS_QUOTA:
-            status.needs_second_pass, status.unhealthy_nodes = False, ()  # S3
         return True
 
     def _forget(self, kind: str, key: ObjectKey, uid: str) -> None:
@@ -179,6 +241,10 @@ class ClusterState:
             if not self._step(status, machine.observe(obj), seq):
                 return
             self.machines.setdefault(kind, {})[key] = status
+            if isinstance(obj, Workload):
+                if isinstance(current, Workload) and current.status != obj.status:
+                    status.workload = None  # the cluster's newer status supersedes the one we decided
+                self._sync_second_pass(status, status.workload or workload.view_of(obj))
         self.of_kind(kind)[key] = obj
         if isinstance(obj, Pod) and obj.spec.node_name and status is not None:
             status.node = ""

@@ -35,6 +35,7 @@ class PodGroupFact(StrEnum):
     OBSERVED_UNKNOWN = "ObservedUnknown"
     OBSERVED_COMPLETED = "ObservedCompleted"
     GANG_UNSCHEDULABLE = "GangUnschedulable"  # we decided: Pending, with the reason it waits
+    GANG_ENQUEUED = "GangEnqueued"  # we decided: Inqueue (its queue reserved its minimum), maybe waiting
     GANG_SCHEDULED = "GangScheduled"  # we decided: Running
     GANG_COMPLETED = "GangCompleted"  # we decided: Completed
     DELETION_STARTED = "DeletionStarted"
@@ -55,6 +56,7 @@ POD_GROUP = Lifecycle(
         Row(P.PENDING, F.OBSERVED_UNKNOWN, P.UNKNOWN),
         Row(P.PENDING, F.OBSERVED_COMPLETED, P.COMPLETED),
         Row(P.PENDING, F.GANG_UNSCHEDULABLE, P.PENDING),
+        Row(P.PENDING, F.GANG_ENQUEUED, P.INQUEUE),
         Row(P.PENDING, F.GANG_SCHEDULED, P.RUNNING),
         Row(P.PENDING, F.GANG_COMPLETED, P.COMPLETED),
         Row(P.PENDING, F.DELETION_STARTED, P.TERMINATING),
@@ -65,6 +67,7 @@ POD_GROUP = Lifecycle(
         Row(P.INQUEUE, F.OBSERVED_UNKNOWN, P.UNKNOWN),
         Row(P.INQUEUE, F.OBSERVED_COMPLETED, P.COMPLETED),
         Row(P.INQUEUE, F.GANG_UNSCHEDULABLE, P.PENDING),
+        Row(P.INQUEUE, F.GANG_ENQUEUED, P.INQUEUE),  # same phase, new conditions
         Row(P.INQUEUE, F.GANG_SCHEDULED, P.RUNNING),
         Row(P.INQUEUE, F.GANG_COMPLETED, P.COMPLETED),
         Row(P.INQUEUE, F.DELETION_STARTED, P.TERMINATING),
@@ -104,6 +107,7 @@ _BY_STATUS = {
 
 DECIDED = {
     PodGroupPhase.PENDING: F.GANG_UNSCHEDULABLE,
+    PodGroupPhase.INQUEUE: F.GANG_ENQUEUED,
     PodGroupPhase.RUNNING: F.GANG_SCHEDULED,
     PodGroupPhase.COMPLETED: F.GANG_COMPLETED,
 }

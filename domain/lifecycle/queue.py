@@ -73,3 +73,7 @@ def observe(queue: Queue) -> QueueFact:
     if queue.metadata.deletion_timestamp is not None:
         return F.DELETION_STARTED
     return _BY_STATUS.get(queue.status.state, F.OBSERVED_OPEN)
+
+
+DECIDED = {"Open": F.OBSERVED_OPEN, "Closing": F.OBSERVED_CLOSING, "Closed": F.OBSERVED_CLOSED}
+"""The fact a QueueStatus decision folds in: it reports the state the queue already has."""

@@ -3,8 +3,9 @@
 Everything the scheduler derives about an object lives here, never in annotations (SEEDS
 S3): its machine phase and when it last changed (the seq and the scheduler clock), the last
 illegal fact it refused, the node we bound a pod to until the cluster confirms it, the last
-PodGroup status we decided, the most tasks a gang ever had (S1), and a workload's need for a
-second pass with the nodes that failed under it (S3).
+PodGroup status we decided, the most tasks a gang ever had (S1), the last Workload status we
+decided, and a workload's need for a second pass with the nodes that failed under it (S3),
+derived from that status.
 """
 
 from __future__ import annotations
@@ -14,8 +15,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from domain.lifecycle.workload import WorkloadView
+
 PodGroupStatusView = tuple[str, tuple[tuple[str, str, str, str], ...]]
 """(phase, ((type, status, reason, message), ...)) as compared for change detection."""
+
+QueueStatusView = tuple[str, tuple[tuple[str, str], ...]]
+"""(state, ((resource, allocated quantity), ...)) as compared for change detection."""
 
 
 @dataclass(slots=True)
@@ -31,6 +37,10 @@ class MachineStatus:
     peak_tasks: int = 0  # PodGroup: the most tasks it ever had (S1)
     needs_second_pass: bool = False  # Workload: TAS re-placement wanted (S3)
     unhealthy_nodes: tuple[str, ...] = ()  # Workload: failed nodes it has pods on (S3)
+    evicted: bool = False  # Pod: we decided to evict it; it holds its node until it is gone
+    rejected: str = ""  # the reason of the Reject decision in force for it (S2), until it no longer applies
+    queue_reported: QueueStatusView | None = None  # Queue: the last status we decided
+    workload: WorkloadView | None = None  # Workload: the last status we decided, until the cluster shows a newer one
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (snapshot format version 1)."""
@@ -46,11 +56,12 @@ class MachineStatus:
             "peakTasks": self.peak_tasks,
             "needsSecondPass": self.needs_second_pass,
             "unhealthyNodes": list(self.unhealthy_nodes),
+            "workload": None if self.workload is None else self.workload.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], phases: type[StrEnum]) -> MachineStatus:
-        reported = data["reported"]
+        reported, decided = data["reported"], data.get("workload")
         return cls(
             kind=data["kind"],
             uid=data["uid"],
@@ -63,4 +74,5 @@ class MachineStatus:
             peak_tasks=data["peakTasks"],
             needs_second_pass=data["needsSecondPass"],
             unhealthy_nodes=tuple(data["unhealthyNodes"]),
+            workload=None if decided is None else WorkloadView.from_dict(decided),
         )

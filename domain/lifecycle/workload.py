@@ -4,17 +4,28 @@ Admitted, Evicted, Requeued, Finished, Deactivated), plus Deleted.
 The phase is read from the conditions in Kueue's precedence: Finished, then inactive
 (``spec.active: false``), Evicted, Admitted, QuotaReserved, Requeued. Kueue clears conditions
 as a workload moves on, and an informer may coalesce updates, so rows admit the phases a
-workload can reach between two observations; Finished ends it. The S3 status fields
-(``needs_second_pass``, ``unhealthy_nodes``) are held only while quota is reserved: see
-``HOLDS_QUOTA``.
+workload can reach between two observations; Finished ends it. The statuses we decide
+(``WorkloadView``) step the machine with the same facts, read the same way.
+
+S3: ``needs_second_pass`` is a pure function of the status (``needs_second_pass``), recomputed
+in the same fold that changes the status, so an eviction, a finish or a re-admission clears it
+in the very transition that makes it obsolete; no annotation carries it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from domain.lifecycle.table import Lifecycle, Row
 from domain.objects.kueue import Workload
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+Conditions = tuple[tuple[str, str, str, str], ...]
+"""((type, status, reason, message), ...) in a fixed order, compared for change detection."""
 
 
 class WorkloadPhase(StrEnum):
@@ -77,6 +88,7 @@ WORKLOAD = Lifecycle(
         Row(P.EVICTED, F.OBSERVED_REQUEUED, P.REQUEUED),
         Row(P.EVICTED, F.OBSERVED_PENDING, P.PENDING),
         Row(P.EVICTED, F.OBSERVED_QUOTA_RESERVED, P.QUOTA_RESERVED),  # requeued and reserved again
+        Row(P.EVICTED, F.OBSERVED_ADMITTED, P.ADMITTED),  # requeued and admitted again
         Row(P.EVICTED, F.OBSERVED_FINISHED, P.FINISHED),
         Row(P.EVICTED, F.OBSERVED_DEACTIVATED, P.DEACTIVATED),
         Row(P.EVICTED, F.DELETED, P.DELETED),
@@ -90,6 +102,7 @@ WORKLOAD = Lifecycle(
         Row(P.DEACTIVATED, F.OBSERVED_DEACTIVATED, P.DEACTIVATED),
         Row(P.DEACTIVATED, F.OBSERVED_PENDING, P.PENDING),  # reactivated
         Row(P.DEACTIVATED, F.OBSERVED_REQUEUED, P.REQUEUED),  # reactivated
+        Row(P.DEACTIVATED, F.OBSERVED_EVICTED, P.EVICTED),  # reactivated, eviction still on record
         Row(P.DEACTIVATED, F.OBSERVED_FINISHED, P.FINISHED),
         Row(P.DEACTIVATED, F.DELETED, P.DELETED),
         Row(P.FINISHED, F.OBSERVED_FINISHED, P.FINISHED),
@@ -98,7 +111,10 @@ WORKLOAD = Lifecycle(
 )
 
 HOLDS_QUOTA = frozenset({P.QUOTA_RESERVED, P.ADMITTED})
-"""Phases in which a workload may get a second pass (S3); leaving them clears the need."""
+"""Phases in which a workload may get a second pass (S3)."""
+
+WAITS = frozenset({P.PENDING, P.QUOTA_RESERVED, P.EVICTED, P.REQUEUED})
+"""Phases in which a later cycle may change a workload without a new event (admission, release, requeue)."""
 
 _PRECEDENCE = (
     ("Evicted", F.OBSERVED_EVICTED),
@@ -108,13 +124,105 @@ _PRECEDENCE = (
 )
 
 
-def observe(workload: Workload) -> WorkloadFact:
-    true = {c.type for c in workload.status.conditions if c.status == "True"}
-    if "Finished" in true:
+@dataclass(frozen=True, slots=True)
+class WorkloadView:
+    """A workload's status as the scheduler sees it: observed from the cluster, or decided by us.
+
+    ``admission`` is the contract's JSON form (clusterQueue, podSetAssignments); checks are
+    (name, state) pairs; ``requeue_at`` is a scheduler-clock instant.
+    """
+
+    conditions: Conditions = ()
+    admission: Mapping[str, Any] | None = None
+    unhealthy_nodes: tuple[str, ...] = ()
+    admission_checks: tuple[tuple[str, str], ...] = ()
+    requeue_count: int = 0
+    requeue_at: datetime | None = None
+
+    def is_true(self, condition: str) -> bool:
+        return any(t == condition and s == "True" for t, s, _, _ in self.conditions)
+
+    def condition(self, condition: str) -> tuple[str, str, str, str] | None:
+        return next((c for c in self.conditions if c[0] == condition), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "conditions": [list(c) for c in self.conditions],
+            "admission": self.admission,
+            "unhealthyNodes": list(self.unhealthy_nodes),
+            "admissionChecks": [list(c) for c in self.admission_checks],
+            "requeueCount": self.requeue_count,
+            "requeueAt": self.requeue_at.isoformat() if self.requeue_at else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkloadView:
+        return cls(
+            conditions=tuple((t, s, r, m) for t, s, r, m in data["conditions"]),
+            admission=data["admission"],
+            unhealthy_nodes=tuple(data["unhealthyNodes"]),
+            admission_checks=tuple((n, s) for n, s in data["admissionChecks"]),
+            requeue_count=data["requeueCount"],
+            requeue_at=datetime.fromisoformat(data["requeueAt"]) if data["requeueAt"] else None,
+        )
+
+
+def view_of(workload: Workload) -> WorkloadView:
+    """The status the cluster holds for ``workload``."""
+    status = workload.status
+    requeue = status.requeue_state or {}
+    requeue_at = requeue.get("requeueAt")
+    return WorkloadView(
+        conditions=tuple((c.type, c.status, c.reason, c.message) for c in status.conditions),
+        admission=status.admission,
+        unhealthy_nodes=tuple(str(n.get("name", "")) for n in status.unhealthy_nodes),
+        admission_checks=tuple((str(c.get("name", "")), str(c.get("state", ""))) for c in status.admission_checks),
+        requeue_count=int(requeue.get("count") or 0),
+        requeue_at=datetime.fromisoformat(requeue_at) if isinstance(requeue_at, str) else None,
+    )
+
+
+def fact_of(active: bool, view: WorkloadView) -> WorkloadFact:
+    """The fact a status shows, in Kueue's precedence."""
+    if view.is_true("Finished"):
         return F.OBSERVED_FINISHED
-    if not workload.spec.active:
+    if not active:
         return F.OBSERVED_DEACTIVATED
     for condition, fact in _PRECEDENCE:
-        if condition in true:
+        if view.is_true(condition):
             return fact
     return F.OBSERVED_PENDING
+
+
+def observe(workload: Workload) -> WorkloadFact:
+    return fact_of(workload.spec.active, view_of(workload))
+
+
+def assigned_hosts(admission: Mapping[str, Any] | None) -> frozenset[str]:
+    """Hostnames (the lowest topology level) named by the admission's topology assignments."""
+    hosts: set[str] = set()
+    for psa in (admission or {}).get("podSetAssignments", ()):
+        assignment = psa.get("topologyAssignment") or {}
+        levels = assignment.get("levels") or []
+        if levels and levels[-1] == HOSTNAME_LABEL:
+            hosts.update(d["values"][-1] for d in assignment.get("domains", ()) if d.get("values"))
+    return frozenset(hosts)
+
+
+def needs_second_pass(view: WorkloadView) -> bool:
+    """S3, Kueue's rule after #5585: only a workload that holds quota (so is not on hold,
+    which is QuotaReserved=False/OnHold), is not Finished and not Evicted, and either waits for
+    its delayed topology with every admission check Ready, or is Admitted with a node of its
+    topology assignment unhealthy."""
+    if view.is_true("Finished") or view.is_true("Evicted") or not view.is_true("QuotaReserved"):
+        return False
+    admitted = view.is_true("Admitted")
+    psas = (view.admission or {}).get("podSetAssignments", ())
+    delayed = (
+        not admitted
+        and bool(view.admission_checks)
+        and all(state == "Ready" for _, state in view.admission_checks)
+        and any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+    )
+    failed = admitted and bool(set(view.unhealthy_nodes) & assigned_hosts(view.admission))
+    return delayed or failed

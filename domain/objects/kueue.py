@@ -160,6 +160,8 @@ class WorkloadStatus(Struct, rename="camel", frozen=True, kw_only=True):
     conditions: list[Condition] = []
     admission: dict[str, Any] | None = None
     unhealthy_nodes: list[dict[str, Any]] = []
+    admission_checks: list[dict[str, Any]] = []
+    requeue_state: dict[str, Any] | None = None
 
 
 class Workload(Struct, rename="camel", frozen=True, kw_only=True):

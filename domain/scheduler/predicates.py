@@ -4,7 +4,6 @@ short reason in Kubernetes' wording; FitSummary turns many of them into one sort
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 
 from domain.objects.core import Node, NodeSelectorRequirement, Pod
@@ -77,20 +76,3 @@ def fit_failures(pod: Pod, request: Mapping[str, int], node: Node, free: Mapping
     if not tolerates_taints(pod, node):
         return [UNTOLERATED_TAINT]
     return [f"Insufficient {name}" for name in shortfall(request, free)]
-
-
-class FitSummary:
-    """Counts node-level failure reasons: "0/3 nodes are unavailable: 2 Insufficient cpu, 1 ..."."""
-
-    def __init__(self, nodes: int) -> None:
-        self.nodes = nodes
-        self.reasons: Counter[str] = Counter()
-
-    def add(self, reasons: list[str]) -> None:
-        self.reasons.update(reasons)
-
-    def message(self) -> str:
-        if self.nodes == 0:
-            return "0/0 nodes are unavailable: no nodes in the cluster."
-        parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
-        return f"0/{self.nodes} nodes are unavailable: {parts}."

@@ -88,8 +88,9 @@ def running(seq: int, group: str, ns: str = "ns") -> dict[str, Any]:
     return {**status, "reason": "GangScheduled"}
 
 
-def unschedulable(seq: int, group: str, message: str, ns: str = "ns") -> dict[str, Any]:
-    return pg_status(seq, group, "Pending", [("Unschedulable", "NotEnoughResources", message)], ns=ns)
+def unschedulable(seq: int, group: str, message: str, ns: str = "ns", phase: str = "Inqueue") -> dict[str, Any]:
+    # A gang without minResources is admitted (Inqueue) at once and then waits for nodes.
+    return pg_status(seq, group, phase, [("Unschedulable", "NotEnoughResources", message)], ns=ns)
 
 
 def snapshot(engine: Engine, cluster: str = "c1") -> dict[str, Any]:

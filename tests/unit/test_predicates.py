@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from domain.objects.core import Node, Pod
+from domain.reasons import FitSummary
 from domain.scheduler.predicates import (
     NOT_READY,
     SELECTOR_MISMATCH,
     UNSCHEDULABLE,
     UNTOLERATED_TAINT,
-    FitSummary,
     fit_failures,
 )
 from tests import builders as b

@@ -198,8 +198,9 @@ def test_a_podgroup_status_decision_is_folded_into_its_machine() -> None:
         + [b.marker(1)]
     )
     status = state.machines["PodGroup"][ObjectKey("ns/g")]
-    assert [d.fields["phase"] for d in out] == ["Pending"]
-    assert status.phase is PodGroupPhase.PENDING
+    # Enqueued (no minResources to reserve), then waiting for nodes: Inqueue with the reason.
+    assert [d.fields["phase"] for d in out] == ["Inqueue"]
+    assert status.phase is PodGroupPhase.INQUEUE
     assert status.reported is not None and status.reported[1][0][2] == "NotEnoughResources"
     assert status.peak_tasks == 2
 
@@ -228,19 +229,27 @@ def test_a_node_moves_between_ready_unschedulable_and_not_ready() -> None:
 
 
 def _workload(rv: str, **conditions: str) -> dict[str, Any]:
+    assignment = {"levels": ["kubernetes.io/hostname"], "domains": [{"values": ["n-1"], "count": 1}]}
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta1",
         "kind": "Workload",
         "metadata": b.meta("w", "ns", rv=rv),
         "spec": {"queueName": "lq"},
-        "status": {"conditions": [{"type": t, "status": s} for t, s in conditions.items()]},
+        "status": {
+            "conditions": [{"type": t, "status": s} for t, s in conditions.items()],
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "topologyAssignment": assignment}],
+            },
+            "unhealthyNodes": [{"name": "n-1"}],
+        },
     }
 
 
 def test_s3_a_second_pass_is_held_only_while_the_workload_holds_quota() -> None:
     state, _ = fold([b.added(_workload("1", QuotaReserved="True", Admitted="True"))])
     status = state.machines["Workload"][ObjectKey("ns/w")]
-    status.needs_second_pass, status.unhealthy_nodes = True, ("n-1",)
+    assert (status.needs_second_pass, status.unhealthy_nodes) == (True, ("n-1",))
     state.apply(parse_event(b.modified(_workload("2", QuotaReserved="True", Admitted="True"))), seq=1)
     assert (status.needs_second_pass, status.unhealthy_nodes) == (True, ("n-1",))
     state.apply(parse_event(b.modified(_workload("3", Admitted="True", Finished="True"))), seq=2)

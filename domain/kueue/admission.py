@@ -1,0 +1,114 @@
+"""Admission: one head per ClusterQueue per cycle, processed against a snapshot that every
+admission updates, so two queues can never both take the same cohort capacity.
+
+StrictFIFO: the head is the first workload; if it does not fit it blocks its queue.
+BestEffortFIFO: a workload that does not fit is passed over (parked; it is looked at again
+every cycle, when capacity may have been freed) and the next one may be the head.
+Heads are processed non-borrowing first, then by priority, creation and name. A head that
+fits is admitted (QuotaReserved and Admitted, with its admission); one that needs preemption
+evicts its victims and gets quota only in a later cycle, once they released it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from domain.kueue import preemption, topology
+from domain.kueue.flavor_assigner import Assignment, Mode, assign
+from domain.kueue.queue import waiting_by_queue
+from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.workload_status import Outbox, admitted, waiting
+from domain.objects.kueue import ClusterQueue
+from domain.objects.meta import ObjectKey
+
+PENDING = "Pending"
+_PREEMPTED_BECAUSE = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+}
+
+
+@dataclass
+class Entry:
+    info: WorkloadInfo
+    cq: ClusterQueue
+    assignment: Assignment
+    borrows: bool
+
+    def order(self) -> tuple[bool, int, datetime, str]:
+        return (self.borrows, -self.info.priority, self.info.created, self.info.key)
+
+
+def run(snap: KueueSnapshot, box: Outbox) -> None:
+    # 1. Gather each ClusterQueue's waiting workloads; those without a usable queue wait with why.
+    queues = waiting_by_queue(snap, box)
+    # 2. Nominate at most one head per queue, by its queueing strategy.
+    entries = [e for name in sorted(queues) if (e := _nominate(snap, box, snap.queues[name], queues[name]))]
+    # 3. Process the heads in order against the snapshot, which each admission updates.
+    targeted: set[ObjectKey] = set()
+    for entry in sorted(entries, key=Entry.order):
+        _process(snap, box, entry, targeted)
+
+
+def _can_go(snap: KueueSnapshot, cq: ClusterQueue, info: WorkloadInfo, assignment: Assignment) -> bool:
+    if assignment.mode >= Mode.BORROW:
+        return True
+    return assignment.mode is Mode.PREEMPT and preemption.targets(snap, cq, info, assignment.usage()) is not None
+
+
+def _nominate(snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: list[WorkloadInfo]) -> Entry | None:
+    strict = cq.spec.queueing_strategy == "StrictFIFO"
+    failed: dict[tuple[object, ...], str] = {}  # shapes that did not fit this cycle, and why
+    for index, info in enumerate(infos):
+        message = failed.get(info.shape())
+        if message is None:
+            assignment = assign(snap, info, cq)
+            if _can_go(snap, cq, info, assignment):
+                node = snap.tree.queues[cq.metadata.name]
+                return Entry(info, cq, assignment, assignment.borrows(node))
+            message = failed[info.shape()] = assignment.message
+        box.status(info, waiting(info.view, PENDING, message), PENDING)
+        if strict:
+            message = f"Waiting behind the head of StrictFIFO ClusterQueue {cq.metadata.name}"
+            for behind in infos[index + 1 :]:
+                box.status(behind, waiting(behind.view, PENDING, message), PENDING)
+            return None
+    return None
+
+
+def _backoff_ended(info: WorkloadInfo) -> bool:
+    requeued = info.view.condition("Requeued")
+    return requeued is not None and requeued[1] == "False" and info.view.requeue_at is not None
+
+
+def _process(snap: KueueSnapshot, box: Outbox, entry: Entry, targeted: set[ObjectKey]) -> None:
+    info, cq = entry.info, entry.cq
+    assignment = assign(snap, info, cq)
+    if assignment.mode >= Mode.BORROW:
+        view = admitted(info.view, cq.metadata.name, assignment.admission(cq.metadata.name), _backoff_ended(info))
+        if box.status(info, view, "QuotaReserved"):
+            snap.charge(info, +1)
+            full = {p.name: p.per_pod for p in info.pod_sets}
+            for psa in assignment.pod_sets:
+                if psa.placement is not None:
+                    topology.reserve(snap, psa.placement, full[psa.pod_set.name])
+        return
+    found = preemption.targets(snap, cq, info, assignment.usage()) if assignment.mode is Mode.PREEMPT else None
+    if found is None:
+        box.status(info, waiting(info.view, PENDING, assignment.message), PENDING)
+        return
+    if any(t.victim.key in targeted for t in found):
+        return  # another head of this cycle preempts the same workloads: try again next cycle
+    for target in found:
+        targeted.add(target.victim.key)
+        because = _PREEMPTED_BECAUSE[target.reason]
+        message = f"Preempted to accommodate a workload ({info.key}) due to {because}"
+        box.evict(target.victim, "Preempted", message, ("True", target.reason, message), preemptor=info.key)
+    pending = (
+        f"{assignment.message}. Pending the preemption of {len(found)} workload(s)"
+        if found
+        else (f"{assignment.message}. Waiting for preempted workloads to release their quota")
+    )
+    box.status(info, waiting(info.view, PENDING, pending), PENDING)

@@ -1,0 +1,31 @@
+"""The Kueue cycle: quota admission of Workloads, run at the end of every scheduling cycle.
+
+Each step writes at most one status per workload (a decision id is per target and seq), so a
+workload released, deactivated or re-placed in a step waits for the next cycle to be admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from domain.decisions import Decision
+from domain.kueue import admission, eviction, second_pass, snapshot
+from domain.kueue.workload_status import Outbox
+from domain.state import ClusterState
+
+
+def run(state: ClusterState, settings: Mapping[str, Any], *, seq: int) -> list[Decision]:
+    """The Kueue decisions of the cycle at ``seq``; ``settings`` is the config's ``kueue:``."""
+    if not state.objects.get("Workload"):
+        return []
+    # 1. Snapshot: quota tree with the usage of every workload holding quota.
+    snap = snapshot.take(state)
+    box = Outbox(snap, seq)
+    # 2. Lifecycle: release evicted quota (phase two), deactivation, drains, PodsReady timeouts.
+    eviction.run(snap, box, settings)
+    # 3. S3 second pass: re-place pods of failed nodes, then mark newly failed nodes.
+    second_pass.run(snap, box, fail_fast=bool(settings.get("failFast")))
+    # 4. Admission: one head per ClusterQueue, preemption when allowed.
+    admission.run(snap, box)
+    return box.out

@@ -1,0 +1,126 @@
+"""Eviction and requeue: the workload lifecycle steps the cycle takes before admission.
+
+Quota is released in two phases, as in Kueue: an eviction sets Evicted=True and keeps the
+quota; once none of the workload's pods runs, one write clears the admission, sets
+QuotaReserved=False and Requeued. Preempted, NodeFailures and ClusterQueueStopped requeue at
+once; PodsReadyTimeout backs off exponentially on the scheduler clock (``requeueState``);
+Deactivated waits for reactivation. Evictions here: ``spec.active: false`` (Deactivated), a
+HoldAndDrain ClusterQueue (ClusterQueueStopped), and ``waitForPodsReady`` (PodsReadyTimeout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.topology import WORKLOAD_ANNOTATION
+from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
+from domain.lifecycle.workload import WorkloadPhase
+
+DEACTIVATED = "Deactivated"
+_BACKOFF = frozenset({"PodsReadyTimeout"})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def seconds(value: Any) -> float:
+    """A Go duration ("5m", "1m30s") or a number of seconds."""
+    if isinstance(value, int | float):
+        return float(value)
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(str(value)))
+
+
+def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
+    # 1. Release the quota of evicted workloads whose pods are gone (phase two).
+    for info in snap.holders():
+        if info.view.is_true("Evicted") and not _has_running_pods(snap, info):
+            _release(snap, box, info, settings)
+    # 2. Deactivate inactive workloads; requeue reactivated ones.
+    for info in snap.workloads:
+        _activation(box, info)
+    # 3. Drain HoldAndDrain ClusterQueues.
+    for info in snap.holders():
+        cq = snap.queues[info.admitted_to]
+        if cq.spec.stop_policy == "HoldAndDrain" and not info.view.is_true("Evicted"):
+            box.evict(info, "ClusterQueueStopped", f"The ClusterQueue {cq.metadata.name} is stopped")
+    # 4. Evict admitted workloads whose pods were not ready in time.
+    wait = settings.get("waitForPodsReady") or {}
+    if wait.get("enable"):
+        timeout = timedelta(seconds=seconds(wait.get("timeout", "5m")))
+        for info in snap.holders():
+            _check_pods_ready(snap, box, info, timeout)
+
+
+def _has_running_pods(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
+    meta = info.obj.metadata
+    owners = {o.uid for o in meta.owner_references if o.uid}
+    for pod in snap.state.pods().values():
+        if pod.metadata.namespace != meta.namespace or pod.is_finished():
+            continue
+        mine = pod.metadata.annotations.get(WORKLOAD_ANNOTATION) == meta.name or any(
+            o.uid in owners for o in pod.metadata.owner_references
+        )
+        if mine:
+            return True
+    return False
+
+
+def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Mapping[str, Any]) -> None:
+    view = info.view
+    evicted = view.condition("Evicted")
+    reason = evicted[2] if evicted else ""
+    count, at = view.requeue_count, view.requeue_at
+    requeued: Update
+    if reason == DEACTIVATED:
+        requeued = ("False", DEACTIVATED, "The workload is deactivated")
+    elif reason in _BACKOFF:
+        strategy = (settings.get("waitForPodsReady") or {}).get("requeuingStrategy") or {}
+        base, most = strategy.get("backoffBaseSeconds", 60), strategy.get("backoffMaxSeconds", 3600)
+        count += 1
+        at = snap.clock + timedelta(seconds=min(base * 2 ** (count - 1), most))
+        requeued = ("False", reason, f"Requeued after backoff, at {iso(at)}")
+    else:
+        requeued = ("True", reason, f"The workload was requeued after eviction: {reason}")
+    snap.charge(info, -1)
+    if not box.status(info, released(view, requeued, count, at), "QuotaReleased"):
+        snap.charge(info, +1)
+
+
+def _activation(box: Outbox, info: WorkloadInfo) -> None:
+    view = info.view
+    if view.is_true("Finished"):
+        return
+    evicted = view.condition("Evicted")
+    if not info.obj.spec.active and not view.is_true("Evicted"):
+        message = "The workload is deactivated"
+        if info.holds_quota():
+            box.evict(info, DEACTIVATED, message)
+        else:
+            box.status(info, with_conditions(view, Evicted=("True", DEACTIVATED, message)), DEACTIVATED)
+    elif (
+        info.obj.spec.active
+        and evicted is not None
+        and evicted[1:3] == ("True", DEACTIVATED)
+        and not info.holds_quota()
+    ):
+        reactivated = with_conditions(
+            view,
+            Evicted=("False", "Reactivated", "The workload was reactivated"),
+            Requeued=("True", "Reactivated", "The workload was reactivated"),
+        )
+        box.status(info, dataclasses.replace(reactivated, requeue_count=0, requeue_at=None), "Reactivated")
+
+
+def _check_pods_ready(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, timeout: timedelta) -> None:
+    view = info.view
+    if view.is_true("Evicted") or view.is_true("PodsReady") or not view.is_true("Admitted"):
+        return
+    status = snap.state.status_of(info.obj)
+    if status is None or status.phase is not WorkloadPhase.ADMITTED or status.since is None:
+        return
+    if snap.clock - status.since >= timeout:
+        box.evict(info, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {info.key}")

@@ -1,0 +1,113 @@
+"""Second pass (SEEDS S3): TAS node-failure replacement for admitted workloads.
+
+A node fails when its DELETED event arrives or its Ready condition is False or Unknown. Every
+admitted workload whose topology assignment names a failed node lists it in
+``unhealthyNodes`` (and drops a node that recovered); folding that status sets the machine's
+``needs_second_pass`` by the rule in ``domain.lifecycle.workload``. In a later cycle, a
+workload that needs a second pass gets just the pods of the failed nodes re-placed, inside the
+required domain and without preemption, in one write that also clears ``unhealthyNodes``; if
+they do not fit, fail-fast evicts it (NodeFailures), otherwise it is tried again next cycle.
+Finished, evicted or unreserved workloads never qualify: the machine cleared the field in the
+transition that finished, evicted or released them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from domain.kueue import topology
+from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.workload_status import Outbox
+from domain.lifecycle.node import NodePhase
+from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts
+from domain.objects.kueue import PodSet
+from domain.objects.meta import ObjectKey
+
+
+def _failed(snap: KueueSnapshot, host: str) -> bool:
+    return snap.state.phase_of("Node", ObjectKey(host)) in (None, NodePhase.NOT_READY)
+
+
+def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
+    # 1. Re-place the pods of workloads marked in an earlier cycle.
+    for info in snap.holders():
+        status = snap.state.status_of(info.obj)
+        if status is not None and status.needs_second_pass and info.key not in box.touched:
+            _replace(snap, box, info, frozenset(status.unhealthy_nodes), fail_fast)
+    # 2. Mark the failed (and unmark the recovered) nodes of admitted workloads.
+    for info in snap.holders():
+        view = info.view
+        if not view.is_true("Admitted") or view.is_true("Evicted"):
+            continue
+        failed = tuple(sorted(h for h in assigned_hosts(view.admission) if _failed(snap, h)))
+        if failed != view.unhealthy_nodes:
+            box.status(info, dataclasses.replace(view, unhealthy_nodes=failed), "UnhealthyNodes")
+
+
+def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: frozenset[str], fail_fast: bool) -> None:
+    admission = dict(info.view.admission or {})
+    specs = {p.name: p for p in info.obj.spec.pod_sets}
+    requests = {p.name: p.per_pod for p in info.pod_sets}
+    replaced: list[dict[str, Any]] = []
+    placements: list[tuple[topology.Placement, str]] = []
+    for psa in admission.get("podSetAssignments", ()):
+        result = _replace_pod_set(snap, psa, specs.get(psa.get("name", "")), requests, unhealthy)
+        if isinstance(result, str):
+            if fail_fast:
+                message = f"Workload was evicted as there was no replacement for a failed node: {result}"
+                box.evict(info, "NodeFailures", message)
+            return
+        new_psa, placement = result
+        replaced.append(new_psa)
+        if placement is not None:
+            placements.append((placement, new_psa["name"]))
+    view = dataclasses.replace(info.view, admission={**admission, "podSetAssignments": replaced}, unhealthy_nodes=())
+    if box.status(info, view, "NodeReplaced"):
+        for placement, name in placements:
+            topology.reserve(snap, placement, requests[name])
+
+
+def _replace_pod_set(
+    snap: KueueSnapshot,
+    psa: Mapping[str, Any],
+    spec: PodSet | None,
+    requests: Mapping[str, Any],
+    unhealthy: frozenset[str],
+) -> tuple[dict[str, Any], topology.Placement | None] | str:
+    assignment = psa.get("topologyAssignment") or {}
+    levels: list[str] = list(assignment.get("levels") or [])
+    domains = assignment.get("domains") or []
+    lost = sum(int(d["count"]) for d in domains if d["values"][-1] in unhealthy)
+    if not lost or spec is None or not levels or levels[-1] != HOSTNAME_LABEL:
+        return dict(psa), None
+    flavor = next((snap.flavors.get(f) for f in (psa.get("flavors") or {}).values() if f in snap.flavors), None)
+    if flavor is None:
+        return "flavor not found"
+    request = spec.topology_request
+    depth = levels.index(request.required) + 1 if request and request.required in levels else 0
+    within = dict(zip(levels[:depth], domains[0]["values"][:depth], strict=True))
+    found = topology.place(
+        snap,
+        flavor,
+        spec.template.spec,
+        requests[spec.name],
+        count=lost,
+        request=None,
+        within=within,
+        exclude=unhealthy,
+    )
+    if isinstance(found, str):
+        return ", ".join(sorted(unhealthy))
+    counts: dict[tuple[str, ...], int] = {}
+    for d in domains:
+        if d["values"][-1] not in unhealthy:
+            counts[tuple(d["values"])] = counts.get(tuple(d["values"]), 0) + int(d["count"])
+    for values, count in _domains(found).items():
+        counts[values] = counts.get(values, 0) + count
+    return {**psa, "topologyAssignment": topology.assignment(levels, counts)}, found
+
+
+def _domains(placement: topology.Placement) -> dict[tuple[str, ...], int]:
+    return {tuple(d["values"]): int(d["count"]) for d in placement.assignment["domains"]}

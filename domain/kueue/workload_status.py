@@ -1,0 +1,137 @@
+"""Workload status: the conditions Kueue writes (QuotaReserved, Admitted, Evicted, Preempted,
+Requeued), the status each step of the cycle gives a workload, and the ``WorkloadStatus`` and
+``Evict`` decisions, emitted only when the status changes and at most once per workload and
+cycle (one decision id per target and seq)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from domain import decisions
+from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.lifecycle.workload import Conditions, WorkloadView
+from domain.objects.meta import ObjectKey
+
+Update = tuple[str, str, str]
+"""(status, reason, message) of one condition."""
+
+
+def with_conditions(view: WorkloadView, **updates: Update | None) -> WorkloadView:
+    """``view`` with the named conditions set (or removed, for None); others keep their order."""
+    conditions: list[tuple[str, str, str, str]] = []
+    for condition in view.conditions:
+        if condition[0] in updates:
+            update = updates.pop(condition[0])
+            if update is not None:
+                conditions.append((condition[0], *update))
+        else:
+            conditions.append(condition)
+    conditions.extend((type_, *update) for type_, update in updates.items() if update is not None)
+    return dataclasses.replace(view, conditions=tuple(conditions))
+
+
+def _previously(view: WorkloadView, condition: str) -> Update | None:
+    """Kueue resets an active Evicted/Preempted to False when quota is reserved again."""
+    current = view.condition(condition)
+    if current is None or current[1] != "True":
+        return None if current is None else current[1:]
+    return ("False", "QuotaReserved", f"Previously: {current[3]}")
+
+
+def admitted(view: WorkloadView, cluster_queue: str, admission: Mapping[str, Any], requeued: bool) -> WorkloadView:
+    """Quota reserved and admitted in one write; ``requeued`` when a backoff just ended."""
+    updates: dict[str, Update | None] = {
+        "QuotaReserved": ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
+        "Admitted": ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}"),
+        "Evicted": _previously(view, "Evicted"),
+        "Preempted": _previously(view, "Preempted"),
+    }
+    if requeued:
+        updates["Requeued"] = ("True", "BackoffFinished", "The workload backoff was finished")
+    updated = with_conditions(view, **updates)
+    return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=())
+
+
+def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
+    """Not admitted this cycle: QuotaReserved=False with why."""
+    return with_conditions(view, QuotaReserved=("False", reason, message))
+
+
+def evicted(view: WorkloadView, reason: str, message: str, preempted: Update | None = None) -> WorkloadView:
+    """Phase one of a release: Evicted=True; the quota stays reserved until the pods are gone."""
+    updated = with_conditions(view, Evicted=("True", reason, message))
+    if preempted is not None:
+        updated = with_conditions(updated, Preempted=preempted)
+    return dataclasses.replace(updated, unhealthy_nodes=())
+
+
+def released(view: WorkloadView, requeued: Update, count: int, at: datetime | None) -> WorkloadView:
+    """Phase two: the pods are gone; the quota and the admission go, in one write."""
+    updated = with_conditions(
+        view,
+        QuotaReserved=("False", "Pending", _eviction_message(view)),
+        Admitted=("False", "NoReservation", "The workload has no reservation"),
+        Requeued=requeued,
+    )
+    return dataclasses.replace(updated, admission=None, unhealthy_nodes=(), requeue_count=count, requeue_at=at)
+
+
+def iso(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def _eviction_message(view: WorkloadView) -> str:
+    condition = view.condition("Evicted")
+    return condition[3] if condition is not None else "The workload was evicted"
+
+
+def _conditions_json(conditions: Conditions) -> list[dict[str, str]]:
+    return [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]
+
+
+@dataclass
+class Outbox:
+    """The decisions of one Kueue cycle, and the workloads that already got a status."""
+
+    snap: KueueSnapshot
+    seq: int
+    out: list[Decision] = field(default_factory=list)
+    touched: set[ObjectKey] = field(default_factory=set)
+
+    def status(self, info: WorkloadInfo, view: WorkloadView, reason: str) -> bool:
+        """Write ``view`` if it differs from the workload's status; True if written."""
+        if view == info.view or info.key in self.touched:
+            return False
+        state = self.snap.state
+        if not state.decide_workload_status(info.obj, view, self.seq):
+            return False
+        self.touched.add(info.key)
+        info.view = view
+        self.snap.status_changed()
+        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": view.admission}
+        if view.unhealthy_nodes:
+            fields["unhealthyNodes"] = [{"name": n} for n in view.unhealthy_nodes]
+        if view.requeue_count or view.requeue_at:
+            requeue_at = iso(view.requeue_at) if view.requeue_at else None
+            fields["requeueState"] = {"count": view.requeue_count, "requeueAt": requeue_at}
+        self.out.append(
+            decisions.make(state.name, self.seq, DecisionKind.WORKLOAD_STATUS, ObjectRef.of(info.obj), reason, **fields)
+        )
+        return True
+
+    def evict(
+        self, info: WorkloadInfo, reason: str, message: str, preempted: Update | None = None, **extra: str
+    ) -> bool:
+        """Evict a workload that holds quota: its Evicted status, then the ``Evict`` decision."""
+        if not self.status(info, evicted(info.view, reason, message, preempted), reason):
+            return False
+        ref = ObjectRef.of(info.obj)
+        self.out.append(
+            decisions.make(self.snap.state.name, self.seq, DecisionKind.EVICT, ref, reason, message=message, **extra)
+        )
+        return True

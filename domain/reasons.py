@@ -1,0 +1,73 @@
+"""Reasons: why the scheduler did not place something, as codes ordered by severity, the
+verdict a plugin returns when it says no, and the per-task summary of node-level failures.
+
+Messages are built from codes and counts and never parsed back; a PodGroup that waits keeps
+the most severe reason of everything that held it back in this cycle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """Least to most severe; a waiting object reports the most severe one it met."""
+
+    NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # predicates or free resources left a task without a node
+    NO_TOPOLOGY_DOMAIN = "NoFittingTopologyDomain"  # no single network domain holds the whole gang (S4)
+    QUEUE_OVER_QUOTA = "QueueQuotaExceeded"  # the queue (or an ancestor) cannot hold the gang now
+    QUEUE_NOT_OPEN = "QueueNotOpen"  # the queue is Closing or Closed: nothing new is admitted
+    QUEUE_NOT_FOUND = "QueueNotFound"  # the queue does not exist (yet): waits for it
+    NOT_ENOUGH_TASKS = "NotEnoughTasks"  # fewer tasks than minMember: nothing to place as a gang
+    QUEUE_NOT_LEAF = "QueueNotLeaf"  # submitted to a queue with children: refused (S2)
+    QUEUE_REFUSED = "QueueRefused"  # the queue itself was refused (S2): it never receives work
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+
+_SEVERITY = {reason: rank for rank, reason in enumerate(Reason)}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A plugin's "no": the reason code, a human-readable message, and who said it."""
+
+    reason: Reason
+    message: str
+    plugin: str
+
+
+def most_severe(verdicts: list[Verdict]) -> Verdict | None:
+    """The verdict to report; ties keep the first one met."""
+    best: Verdict | None = None
+    for verdict in verdicts:
+        if best is None or verdict.reason.severity > best.reason.severity:
+            best = verdict
+    return best
+
+
+class FitSummary:
+    """Counts node-level failure reasons: "0/3 nodes are unavailable: 2 Insufficient cpu, 1 ..."."""
+
+    def __init__(self, nodes: int) -> None:
+        self.nodes = nodes
+        self.reasons: Counter[str] = Counter()
+
+    def add(self, reasons: list[str]) -> None:
+        self.reasons.update(reasons)
+
+    def top(self) -> str:
+        """The most frequent reason (ties by name): what one word about this task would say."""
+        if not self.reasons:
+            return "no nodes"
+        return min(self.reasons.items(), key=lambda item: (-item[1], item[0]))[0]
+
+    def message(self) -> str:
+        if self.nodes == 0:
+            return "0/0 nodes are unavailable: no nodes in the cluster."
+        parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
+        return f"0/{self.nodes} nodes are unavailable: {parts}."

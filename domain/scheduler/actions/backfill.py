@@ -1,0 +1,45 @@
+"""backfill: best-effort pods (no requests) into whatever is left after allocate.
+
+SEEDS S5: a task that fails its predicates records why, and the loop goes on with the next
+task; one poison pod never starves the pods behind it (Volcano #4028).
+"""
+
+from __future__ import annotations
+
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.reasons import Reason, Verdict
+from domain.scheduler import placement
+from domain.scheduler.session import Session
+from domain.scheduler.statement import Statement
+
+NAME = "backfill"
+
+
+def execute(session: Session) -> None:
+    snapshot = session.snapshot
+    # 1. Best-effort pending tasks of admitted, valid jobs in open queues.
+    tasks = []
+    for job in snapshot.jobs.values():
+        queue = snapshot.queues.get(job.queue)
+        if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
+            continue
+        if session.job_valid(job) is None:
+            tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in job.pending() if t.is_best_effort)
+    # 2. In queue, job, then task order.
+    tasks.sort(key=lambda item: (item[0], item[1], session.task_key(item[2])))
+    nodes = list(snapshot.nodes.values())
+    for _, _, task in tasks:
+        job = snapshot.jobs[task.job]
+        # 3. Predicates and node order; a failure is recorded and the loop continues (S5).
+        node, summary = placement.best_node(session, task, nodes)
+        if node is None:
+            session.found.fits.setdefault(job.key, {})[task.key] = summary
+            session.found.refuse(job, Verdict(Reason.NOT_ENOUGH_RESOURCES, summary.message(), NAME))
+            continue
+        # 4. Place it; commit when the gang is ready (pending best-effort members count).
+        statement = Statement(session)
+        statement.allocate(task, node.name)
+        if session.job_ready(job) is None:
+            statement.commit()
+        else:
+            statement.discard()

@@ -1,0 +1,54 @@
+"""enqueue: Pending gangs become Inqueue when their queue can hold their minimum resources.
+
+Admission reserves the minimum at once (the JobEnqueued hooks), so later gangs of the same
+cycle see it; a gang that is not admitted keeps the verdict that says why it waits.
+"""
+
+from __future__ import annotations
+
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.reasons import Reason, Verdict
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import JobInfo
+
+NAME = "enqueue"
+
+
+def admissible(session: Session, job: JobInfo) -> Verdict | None:
+    """Why the job may not be enqueued now, or None: its queue, its validity, then the vote."""
+    queue = session.snapshot.queues.get(job.queue)
+    if queue is None:
+        return Verdict(Reason.QUEUE_NOT_FOUND, f"queue {job.queue} does not exist", NAME)
+    if not queue.is_open:
+        return Verdict(Reason.QUEUE_NOT_OPEN, f"queue {job.queue} is {queue.state}: it admits no new jobs", NAME)
+    return session.job_valid(job) or session.job_enqueueable(job)
+
+
+def execute(session: Session) -> None:
+    # 1. Pending jobs, grouped by queue; jobs in unknown or closed queues are refused at once.
+    waiting: dict[str, list[JobInfo]] = {}
+    for job in session.snapshot.jobs.values():
+        if job.phase is PodGroupPhase.PENDING and job.pending() and not job.terminating:
+            waiting.setdefault(job.queue, []).append(job)
+    # 2. Take the queue that goes next (queue order), and its next job (job order).
+    # A waiting job's order key cannot change while other jobs are placed: sort each queue once.
+    for jobs in waiting.values():
+        jobs.sort(key=session.job_key, reverse=True)
+    while waiting:
+        name = min(waiting, key=lambda q: _queue_key(session, q))
+        jobs = waiting[name]
+        job = jobs.pop()
+        if not jobs:
+            del waiting[name]
+        # 3. Admit it if the queue, the gang and every quota vote allow; else record why not.
+        verdict = admissible(session, job)
+        if verdict is None:
+            job.phase = PodGroupPhase.INQUEUE
+            session.job_enqueued(job)
+        else:
+            session.found.refuse(job, verdict)
+
+
+def _queue_key(session: Session, name: str) -> tuple[int, object]:
+    queue = session.snapshot.queues.get(name)
+    return (1, name) if queue is None else (0, session.queue_key(queue))

@@ -1,0 +1,124 @@
+"""Closing a session: what the cycle tells the cluster. Binds and evictions in the order they
+were committed, then each PodGroup's status and each Queue's status, written only when they
+change (CONTRACT section 2), and never for a gang with no tasks or on its way out (SEEDS S1).
+
+A PodGroup's phase follows Volcano's session close: Running once minMember members are placed
+(Completed once enough succeeded and all finished), else Inqueue if it was admitted, else
+Pending; a gang that waits carries an ``Unschedulable`` condition saying why.
+"""
+
+from __future__ import annotations
+
+from domain import decisions, quantity
+from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.lifecycle.queue import QueuePhase
+from domain.lifecycle.status import PodGroupStatusView, QueueStatusView
+from domain.objects.volcano import PodGroup
+from domain.reasons import Reason, most_severe
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import PLACED, JobInfo, QueueInfo, TaskStatus
+from domain.state import ClusterState
+
+_SCHEDULED = ("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
+
+
+def placements(state: ClusterState, session: Session, seq: int) -> list[Decision]:
+    out = []
+    for task in session.found.binds:
+        if state.decide_bind(task.pod, task.node, seq):
+            out.append(decisions.make(state.name, seq, DecisionKind.BIND, ObjectRef.of(task.pod), "Scheduled",
+                                      node=task.node))  # fmt: skip
+    for task, reason in session.found.evictions:
+        if state.decide_evict(task.pod):
+            out.append(decisions.make(state.name, seq, DecisionKind.EVICT, ObjectRef.of(task.pod), reason))
+    return out
+
+
+def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: int) -> PodGroupStatusView:
+    verdict = most_severe(session.found.verdicts.get(job.key, []))
+    if verdict is not None and verdict.reason is Reason.NOT_ENOUGH_TASKS:
+        if peak >= job.min_member:
+            # S1: a gang that had its tasks and is losing them is being deleted (or its controller
+            # is recreating them); either way a status write is noise, and would depend on event order.
+            return baseline
+        return ("Pending", (("Unschedulable", "True", verdict.reason.value, verdict.message),))
+    phase = "Inqueue" if job.phase is PodGroupPhase.INQUEUE else "Pending"
+    if verdict is None:
+        return (phase, baseline[1])
+    if verdict.reason is Reason.NOT_ENOUGH_RESOURCES and session.found.fits.get(job.key):
+        fits = session.found.fits[job.key]
+        placed = sum(1 for t in job.tasks if t.status in PLACED)
+        unready = max(job.min_member - placed - session.found.tentative.get(job.key, 0), len(fits))
+        counts: dict[str, int] = {}
+        for summary in fits.values():
+            counts[summary.top()] = counts.get(summary.top(), 0) + 1
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
+        message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {reasons}"
+    else:
+        message = verdict.message
+    return (phase, (("Unschedulable", "True", verdict.reason.value, message),))
+
+
+def _view(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: int) -> PodGroupStatusView:
+    """The status this cycle gives a PodGroup; ``baseline`` (the last one written) when nothing new is known."""
+    tasks = job.tasks
+    succeeded = sum(1 for t in tasks if t.status is TaskStatus.SUCCEEDED)
+    finished = all(t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) for t in tasks)
+    if succeeded and finished and succeeded >= job.min_member:
+        return ("Completed", ())
+    if sum(1 for t in tasks if t.status in PLACED) >= job.min_member:
+        return ("Running", (_SCHEDULED,))
+    if not any(t.status is TaskStatus.PENDING for t in tasks) and job.key not in session.found.verdicts:
+        return baseline  # nothing was tried for it in this cycle: nothing new to say
+    return _waiting(session, job, baseline, peak)
+
+
+def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[Decision]:
+    out = []
+    for _, job in sorted(session.snapshot.jobs.items()):
+        group = job.group
+        if not isinstance(group, PodGroup) or job.terminating or not job.tasks:
+            continue  # S1: a gang with no tasks, or on its way out, gets no status write
+        machine = state.status_of(group)
+        if machine is None:
+            continue
+        machine.peak_tasks = peak = max(machine.peak_tasks, len(job.tasks))
+        observed = (group.status.phase, tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions))
+        baseline = machine.reported or observed
+        view = _view(session, job, baseline, peak)
+        if view == baseline or not state.decide_pod_group_status(group, view, seq):
+            continue
+        phase, conditions = view
+        reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase
+        out.append(decisions.make(
+            state.name, seq, DecisionKind.POD_GROUP_STATUS, ObjectRef.of(group), reason, phase=phase,
+            conditions=[{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions],
+        ))  # fmt: skip
+    return out
+
+
+def _allocated_view(allocated: dict[str, int]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, quantity.format_milli(name, amount)) for name, amount in sorted(allocated.items()) if amount)
+
+
+def _queue_view(session: Session, queue: QueueInfo) -> QueueStatusView:
+    return (queue.state.value, _allocated_view(session.snapshot.subtree_allocated(queue.name)))
+
+
+def queue_statuses(state: ClusterState, session: Session, seq: int) -> list[Decision]:
+    out = []
+    for _, queue in sorted(session.snapshot.queues.items()):
+        obj = queue.queue
+        if obj is None or queue.state is QueuePhase.REJECTED:
+            continue
+        machine = state.status_of(obj)
+        if machine is None:
+            continue
+        observed = (obj.status.state or "Open", _allocated_view(dict(obj.status.allocated)))
+        view = _queue_view(session, queue)
+        if view == (machine.queue_reported or observed) or not state.decide_queue_status(obj, view, seq):
+            continue
+        out.append(decisions.make(state.name, seq, DecisionKind.QUEUE_STATUS, ObjectRef.of(obj), "AllocatedChanged",
+                                  state=view[0], allocated=dict(view[1])))  # fmt: skip
+    return out

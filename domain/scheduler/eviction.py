@@ -1,0 +1,86 @@
+"""Eviction: the shared mechanics of the preempt and reclaim actions. Which gangs starve, and
+how victims are chosen on a node (cheapest first, only until the task fits, resources of pods
+already on their way out counted as free) so that the set of victims stays small."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from domain import quantity
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo, TaskStatus
+from domain.scheduler.statement import Statement
+
+EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+
+
+def starving(session: Session) -> list[JobInfo]:
+    """Admitted gangs in open queues that still have pending tasks needing resources."""
+    out = []
+    for job in session.snapshot.jobs.values():
+        queue = session.snapshot.queues.get(job.queue)
+        if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
+            continue
+        if any(not t.is_best_effort for t in job.pending()) and session.job_valid(job) is None:
+            out.append(job)
+    return sorted(out, key=lambda j: (session.queue_key(session.snapshot.queues[j.queue]), session.job_key(j)))
+
+
+def _releasing(session: Session, node: NodeInfo) -> dict[str, int]:
+    """Resources of pods leaving the node that no other preemptor was promised yet."""
+    freed = {k: -v for k, v in session.found.promised.get(node.name, {}).items()}
+    for job in session.snapshot.jobs.values():
+        for task in job.tasks:
+            if task.status is TaskStatus.RELEASING and task.node == node.name:
+                quantity.add(freed, task.request)
+    return freed
+
+
+def _fits(session: Session, task: TaskInfo, node: NodeInfo, extra: dict[str, int]) -> bool:
+    idle = node.idle
+    node.idle = quantity.sum_lists([idle, extra])
+    try:
+        return not session.predicate(task, node)
+    finally:
+        node.idle = idle
+
+
+def _victims_on(
+    session: Session, task: TaskInfo, node: NodeInfo, allowed: list[TaskInfo], promised: dict[str, int]
+) -> list[TaskInfo] | None:
+    freed = _releasing(session, node)
+    quantity.add(freed, {k: -v for k, v in promised.items()})
+    chosen: list[TaskInfo] = []
+    for victim in sorted((v for v in allowed if v.node == node.name), key=lambda v: (v.priority, v.key)):
+        if _fits(session, task, node, freed):
+            break
+        chosen.append(victim)
+        quantity.add(freed, victim.request)
+    return chosen if _fits(session, task, node, freed) else None
+
+
+def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victims: Victims, reason: str) -> None:
+    statement = Statement(session)
+    promises: list[tuple[str, dict[str, int]]] = []
+    for task in sorted(job.pending(), key=session.task_key):
+        if task.is_best_effort:
+            continue
+        allowed = victims(task, [c for c in candidates if c.status in EVICTABLE])
+        for node in session.snapshot.nodes.values():
+            promised = quantity.sum_lists(r for n, r in promises if n == node.name)
+            chosen = _victims_on(session, task, node, allowed, promised)
+            if chosen is None:
+                continue
+            for victim in chosen:
+                statement.evict(victim, f"{reason}: for {task.key}")
+            promises.append((node.name, task.request))
+            break
+    if job.placed() + len(promises) >= job.min_member and statement.operations:
+        statement.commit()
+        # What the victims free is promised to this gang: no other preemptor counts it this cycle.
+        for node_name, request in promises:
+            quantity.add(session.found.promised.setdefault(node_name, {}), request)
+    else:
+        statement.discard()

@@ -1,0 +1,63 @@
+"""ExtensionPoint: the places a plugin can hook into a session, each with the rule that
+combines the answers of every plugin registered there (Volcano's session_plugins.go)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Rule(StrEnum):
+    """How the answers of several plugins at one extension point become one."""
+
+    ALL = "all"  # every callback must pass (or, for notifications, every callback runs)
+    VOTE = "vote"  # Permit, Abstain or Reject; any Reject refuses, the first tier with a Permit decides
+    ORDER = "order"  # sort keys compared in tier order: the first non-equal one wins
+    SCORE = "score"  # scores summed over every callback
+    INTERSECT = "intersect"  # victims every plugin of a tier agrees on; the first tier with any decides
+
+
+class ExtensionPoint(StrEnum):
+    """Extension points in the order a cycle meets them; each comment names its rule."""
+
+    QUEUE_ORDER = "queueOrder"  # ORDER: which queue gets the next job
+    JOB_ORDER = "jobOrder"  # ORDER: which job of a queue goes next
+    TASK_ORDER = "taskOrder"  # ORDER: which task of a job goes next
+    JOB_VALID = "jobValid"  # ALL: may this job be scheduled at all (e.g. enough tasks)
+    JOB_ENQUEUEABLE = "jobEnqueueable"  # VOTE: may a Pending job move to Inqueue
+    JOB_ENQUEUED = "jobEnqueued"  # ALL: notifications that a job was enqueued (reserve its minimum)
+    ALLOCATABLE = "allocatable"  # ALL: may the task's queue take its request now
+    PREDICATE = "predicate"  # ALL: may the task run on the node
+    NODE_ORDER = "nodeOrder"  # SCORE: how good the node is for the task
+    JOB_READY = "jobReady"  # ALL: may the job's tentative placements be committed
+    ALLOCATED = "allocated"  # ALL: notifications of a placement (or, undone, its removal)
+    PREEMPTABLE = "preemptable"  # INTERSECT: which pods of its queue a preemptor may evict
+    RECLAIMABLE = "reclaimable"  # INTERSECT: which pods of other queues a starving queue may evict
+
+    @property
+    def rule(self) -> Rule:
+        return _RULES[self]
+
+
+_RULES = {
+    ExtensionPoint.QUEUE_ORDER: Rule.ORDER,
+    ExtensionPoint.JOB_ORDER: Rule.ORDER,
+    ExtensionPoint.TASK_ORDER: Rule.ORDER,
+    ExtensionPoint.JOB_VALID: Rule.ALL,
+    ExtensionPoint.JOB_ENQUEUEABLE: Rule.VOTE,
+    ExtensionPoint.JOB_ENQUEUED: Rule.ALL,
+    ExtensionPoint.ALLOCATABLE: Rule.ALL,
+    ExtensionPoint.PREDICATE: Rule.ALL,
+    ExtensionPoint.NODE_ORDER: Rule.SCORE,
+    ExtensionPoint.JOB_READY: Rule.ALL,
+    ExtensionPoint.ALLOCATED: Rule.ALL,
+    ExtensionPoint.PREEMPTABLE: Rule.INTERSECT,
+    ExtensionPoint.RECLAIMABLE: Rule.INTERSECT,
+}
+
+
+class Vote(StrEnum):
+    """A plugin's answer at a VOTE point."""
+
+    PERMIT = "Permit"
+    ABSTAIN = "Abstain"
+    REJECT = "Reject"

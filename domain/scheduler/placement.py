@@ -1,0 +1,142 @@
+"""Placement: put a job's pending tasks on nodes inside a statement, and choose the network
+domain a gang must live in (SEEDS S4). Shared by the allocate and backfill actions.
+
+A task goes to the feasible node with the highest score, ties to the node name. Every pending
+task is tried, so a waiting gang's message counts each task that found no node; identical
+twins of a task that failed are not tried again, so a hopeless gang still costs little.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from domain import quantity
+from domain.reasons import FitSummary, Reason, Verdict
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo
+from domain.scheduler.statement import Statement
+from domain.scheduler.topology import HYPERNODE, Domain, where_key
+
+
+@dataclass
+class Attempt:
+    statement: Statement
+    failed: dict[str, FitSummary] = field(default_factory=dict)  # task key -> why it found no node
+    refused: Verdict | None = None  # a queue limit stopped the job
+
+    def failures(self) -> Counter[str]:
+        """One word per task that found no node: its most frequent node-level reason."""
+        return Counter(summary.top() for summary in self.failed.values())
+
+
+def best_node(
+    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], where: str = ""
+) -> tuple[NodeInfo | None, FitSummary]:
+    """The feasible node with the best score (ties to the name) among ``nodes``, named by ``where``."""
+    job = session.snapshot.jobs[task.job]
+    # Soft topology scores depend on where the job's members already are: rank those per job.
+    own = job.key if job.topology is not None and session.snapshot.hyper_domains else ""
+    return session.candidates.best((_shape(task), where, own), task, nodes)
+
+
+def place(session: Session, job: JobInfo, tasks: list[TaskInfo], nodes: Sequence[NodeInfo], where: str = "") -> Attempt:
+    """Place as many of ``tasks`` as fit, in task order, in a new statement (not committed)."""
+    attempt = Attempt(Statement(session))
+    queue = session.snapshot.queues[job.queue]
+    hopeless: dict[tuple[object, ...], FitSummary] = {}
+    for task in sorted(tasks, key=session.task_key):
+        refused = session.allocatable(queue, task)
+        if refused is not None:
+            attempt.refused = refused
+            break
+        # Free resources only shrink during an attempt: a twin of a task that found no node finds none either.
+        shape = _shape(task)
+        summary = hopeless.get(shape)
+        node = None
+        if summary is None:
+            node, summary = best_node(session, task, nodes, where)
+        if node is None:
+            attempt.failed[task.key] = hopeless[shape] = summary
+            continue
+        attempt.statement.allocate(task, node.name)
+    return attempt
+
+
+def _shape(task: TaskInfo) -> tuple[object, ...]:
+    """What predicates look at: requests, selector, affinity, tolerations."""
+    spec = task.pod.spec
+    return (
+        tuple(sorted(task.request.items())),
+        tuple(sorted(spec.node_selector.items())),
+        repr(spec.affinity),
+        repr(spec.tolerations),
+    )
+
+
+def _leftover(session: Session, where: str) -> float:
+    """Free capacity a domain keeps, in units of the cluster's largest node, summed over resources."""
+    snapshot = session.snapshot
+    idle = snapshot.domain_idle.get(where, {})
+    total = 0.0
+    for name in (quantity.CPU, quantity.MEMORY, "nvidia.com/gpu"):
+        unit = snapshot.largest.get(name, 0)
+        if unit and name in idle:
+            total += idle[name] / unit
+    return total
+
+
+def candidate_domains(session: Session, job: JobInfo) -> list[Domain]:
+    """Domains the job may be placed in: the right kind, allowed tier, holding its placed members."""
+    request = job.topology
+    if request is None:
+        return []
+    snapshot = session.snapshot
+    if request.label:
+        domains = snapshot.ib_domains
+    else:
+        limit = request.highest_tier
+        domains = [d for d in snapshot.hyper_domains if limit is None or d.tier <= limit]
+    placed = job.nodes()
+    return sorted((d for d in domains if placed <= d.nodes), key=lambda d: (d.tier, d.name))
+
+
+def place_in_domain(session: Session, job: JobInfo) -> tuple[Attempt | None, Verdict | None]:
+    """Try every allowed domain, lowest tier first; in the first tier where the whole gang fits,
+    keep the best fit (least leftover capacity, then name) and place it there for real."""
+    domains = candidate_domains(session, job)
+    tasks = job.pending()
+    tries: list[tuple[str, int]] = []
+    for tier in sorted({d.tier for d in domains}):
+        fits: list[tuple[float, str, Domain]] = []
+        for domain in (d for d in domains if d.tier == tier):
+            where = _where(job, domain)
+            attempt = place(session, job, tasks, session.snapshot.domain_nodes[where], where)
+            placed = attempt.statement.placed()
+            if session.job_ready(job) is None and attempt.refused is None:
+                fits.append((_leftover(session, where), domain.name, domain))
+            tries.append((domain.name, placed))
+            attempt.statement.discard()
+        if fits:
+            _, _, best = min(fits, key=lambda f: (f[0], f[1]))
+            where = _where(job, best)
+            return place(session, job, tasks, session.snapshot.domain_nodes[where], where), None
+    return None, _no_domain(job, domains, tries)
+
+
+def _where(job: JobInfo, domain: Domain) -> str:
+    return where_key(job.topology.label if job.topology and job.topology.label else HYPERNODE, domain)
+
+
+def _no_domain(job: JobInfo, domains: list[Domain], tries: list[tuple[str, int]]) -> Verdict:
+    request = job.topology
+    kind = f"{request.label} value" if request and request.label else "HyperNode"
+    wanted = len(job.pending())
+    if not domains:
+        where = f" at tier <= {request.highest_tier}" if request and request.highest_tier is not None else ""
+        return Verdict(Reason.NO_TOPOLOGY_DOMAIN, f"no {kind}{where} holds the gang's nodes", "allocate")
+    best = sorted(tries, key=lambda t: (-t[1], t[0]))[:3]
+    detail = ", ".join(f"{name} fits {placed}/{wanted}" for name, placed in best)
+    message = f"no single {kind} fits all {wanted} pending tasks of the gang: {detail}"
+    return Verdict(Reason.NO_TOPOLOGY_DOMAIN, message, "allocate")

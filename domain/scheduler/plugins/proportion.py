@@ -1,0 +1,127 @@
+"""proportion: each queue deserves a share of the cluster by ``spec.weight`` (water-filling:
+what a queue does not ask for goes to the others), never above its ``capability`` and never
+below its ``guarantee``. A queue may not allocate past what it deserves, and may enqueue a gang
+only while its minimum fits the queue's real capability."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from domain import quantity
+from domain.quantity import ResourceList
+from domain.reasons import Reason, Verdict
+from domain.scheduler.extension_points import Vote
+from domain.scheduler.quota import Ledger, describe, lower, over, requested
+from domain.scheduler.session import Key, Plugin, Session
+from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
+
+NAME = "proportion"
+
+
+def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
+    """capability, cut to what is left of the cluster after every other queue's guarantee."""
+    guarantees = quantity.sum_lists(q.guarantee for q in snapshot.queues.values())
+    out = {}
+    for name, queue in snapshot.queues.items():
+        free = {n: a - guarantees.get(n, 0) + queue.guarantee.get(n, 0) for n, a in snapshot.total.items()}
+        out[name] = lower(queue.capability, free)
+    return out
+
+
+def _requests(snapshot: Snapshot) -> dict[str, ResourceList]:
+    out: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
+    for job in snapshot.jobs.values():
+        if job.queue in out:
+            quantity.add(out[job.queue], job.allocated)
+            for task in job.tasks:
+                if task.status is TaskStatus.PENDING:
+                    quantity.add(out[job.queue], task.request)
+    return out
+
+
+def deserved_shares(snapshot: Snapshot, real: Mapping[str, ResourceList]) -> dict[str, ResourceList]:
+    """Water-filling by weight, in integer milli-units so every replay computes the same shares."""
+    queues = [q for q in snapshot.queues.values() if q.name != ROOT and not q.children]
+    request = _requests(snapshot)
+    deserved: dict[str, ResourceList] = {q.name: {} for q in queues}
+    remaining = dict(snapshot.total)
+    unmet = {q.name for q in queues}
+    while unmet and any(v > 0 for v in remaining.values()):
+        weights = sum(q.weight for q in queues if q.name in unmet)
+        given: ResourceList = {}
+        for queue in (q for q in queues if q.name in unmet):
+            old = deserved[queue.name]
+            new = {n: old.get(n, 0) + remaining.get(n, 0) * queue.weight // weights for n in remaining}
+            # Never more than the queue asks for: what it does not ask for goes to the others.
+            new = {n: min(v, request[queue.name].get(n, 0)) for n, v in lower(new, real[queue.name]).items()}
+            new = {n: max(new.get(n, 0), queue.guarantee.get(n, 0)) for n in set(new) | set(queue.guarantee)}
+            quantity.add(given, {n: new.get(n, 0) - old.get(n, 0) for n in new})
+            deserved[queue.name] = new
+            if new == old or not over(request[queue.name], new):
+                unmet.discard(queue.name)
+        if not any(given.values()):
+            break
+        remaining = {n: a - given.get(n, 0) for n, a in remaining.items()}
+    return deserved
+
+
+def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
+    """The largest fraction of its deserved amount a queue uses (1 when it deserves none of it)."""
+    shares = [a / deserved[n] if deserved.get(n) else 1.0 for n, a in allocated.items() if a > 0]
+    return max(shares, default=0.0)
+
+
+def build(options: Mapping[str, object]) -> Plugin:
+    def on_open(session: Session) -> None:
+        snapshot = session.snapshot
+        ledger = Ledger(snapshot, roll_up=False)
+        real = real_capabilities(snapshot)
+        deserved = deserved_shares(snapshot, real)
+
+        def order(queue: QueueInfo) -> Key:
+            return (share(ledger.used[queue.name], deserved.get(queue.name, {})),)
+
+        def allocatable(queue: QueueInfo, task: TaskInfo) -> Verdict | None:
+            future = quantity.sum_lists([ledger.used[queue.name], task.request])
+            # A share of the whole cluster is no limit: then the nodes say why a task does not fit.
+            limit = {n: a for n, a in deserved.get(queue.name, {}).items() if a < snapshot.total.get(n, 0)}
+            short = over(future, limit, requested(task))
+            if not short:
+                return None
+            return Verdict(
+                Reason.QUEUE_OVER_QUOTA, f"queue {queue.name} is at its deserved share: {describe(short)}", NAME
+            )
+
+        def enqueueable(job: JobInfo) -> tuple[Vote, Verdict | None]:
+            if not job.min_resources:
+                return Vote.PERMIT, None
+            short = ledger.enqueue_shortfall(job, job.queue, real[job.queue])
+            if not short:
+                return Vote.PERMIT, None
+            message = f"queue {job.queue} resource quota insufficient: insufficient {describe(short)}"
+            return Vote.REJECT, Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
+
+        def reclaimable(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+            # A queue gives back only what it holds beyond its deserved share, and only to a queue below its own.
+            mine = snapshot.jobs[reclaimer.job].queue
+            if over(
+                quantity.sum_lists([ledger.used[mine], reclaimer.request]), deserved.get(mine, {}), requested(reclaimer)
+            ):
+                return []
+            spare = {q: dict(ledger.used[q]) for q in deserved}
+            out = []
+            for task in candidates:
+                queue = snapshot.jobs[task.job].queue
+                if queue in spare and over(spare[queue], deserved[queue], requested(task)):
+                    quantity.add(spare[queue], {k: -v for k, v in task.request.items()})
+                    out.append(task)
+            return out
+
+        session.add_queue_order(NAME, order)
+        session.add_allocatable(NAME, allocatable)
+        session.add_job_enqueueable(NAME, enqueueable)
+        session.add_job_enqueued(NAME, ledger.enqueued)
+        session.add_allocated(NAME, ledger.allocated)
+        session.add_reclaimable(NAME, reclaimable)
+
+    return Plugin(NAME, on_open)

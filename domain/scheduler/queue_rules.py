@@ -1,0 +1,81 @@
+"""Queue rules of SEEDS S2, applied to each cycle's snapshot before the session opens.
+
+* A child queue may be created under a parent that already has a child; under a parent with
+  no child yet, it is refused when the parent itself has allocated pods, since a queue that
+  runs jobs must not silently become an inner node (Volcano #4031/#4033). A child whose
+  guarantee would take its siblings' past the parent's is refused too.
+* Only leaf queues run jobs: a job submitted to a queue with children, or to a refused queue,
+  is rejected on its own and leaves the snapshot, so it blocks nobody else.
+
+A refusal is a ``Reject`` decision, made once; a refused queue stays refused (its machine).
+"""
+
+from __future__ import annotations
+
+from domain import decisions, quantity
+from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.lifecycle.queue import QueuePhase
+from domain.reasons import Reason
+from domain.scheduler.snapshot import PLACED, ROOT, QueueInfo, Snapshot
+from domain.state import ClusterState
+
+
+def _own_pods(snapshot: Snapshot, queue: str) -> int:
+    return sum(1 for j in snapshot.jobs.values() if j.queue == queue for t in j.tasks if t.status in PLACED)
+
+
+def _refusal(snapshot: Snapshot, queue: QueueInfo, accepted: list[QueueInfo]) -> str:
+    parent = snapshot.queues.get(queue.parent)
+    if parent is None or parent.name == ROOT:
+        return ""
+    siblings = [q for q in accepted if q.parent == parent.name]
+    pods = _own_pods(snapshot, parent.name)
+    if not siblings and pods:
+        return (
+            f"queue {parent.name} cannot be the parent queue of queue {queue.name} "
+            f"because it has allocated Pods: {pods}"
+        )
+    if parent.guarantee:
+        total = quantity.sum_lists([queue.guarantee, *(q.guarantee for q in siblings)])
+        short = quantity.shortfall(total, parent.guarantee)
+        if short:
+            return f"the guarantees of queue {parent.name}'s children would exceed its own in {', '.join(short)}"
+    return ""
+
+
+def refuse_queues(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decision]:
+    out = []
+    accepted: list[QueueInfo] = []
+    for queue in sorted(snapshot.queues.values(), key=lambda q: (q.created, q.name)):
+        if queue.queue is None or queue.state is QueuePhase.REJECTED:
+            continue
+        message = _refusal(snapshot, queue, accepted)
+        if not message:
+            accepted.append(queue)
+            continue
+        queue.state = QueuePhase.REJECTED
+        snapshot.queues[queue.parent].children.remove(queue.name)
+        if state.decide_queue_refused(queue.queue, seq):
+            out.append(decisions.make(state.name, seq, DecisionKind.REJECT, ObjectRef.of(queue.queue),
+                                      Reason.QUEUE_REFUSED.value, message=message))  # fmt: skip
+    return out
+
+
+def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decision]:
+    out = []
+    for key, job in sorted(snapshot.jobs.items()):
+        queue = snapshot.queues.get(job.queue)
+        if job.group is None or queue is None:
+            continue
+        if queue.state is QueuePhase.REJECTED:
+            reason, message = Reason.QUEUE_REFUSED, f"queue {queue.name} was refused and runs no jobs"
+        elif queue.children:
+            reason, message = Reason.QUEUE_NOT_LEAF, f"queue {queue.name} has child queues; only leaf queues run jobs"
+        else:
+            state.withdraw_reject(job.group)
+            continue
+        del snapshot.jobs[key]
+        if state.decide_reject(job.group, message, seq):
+            out.append(decisions.make(state.name, seq, DecisionKind.REJECT, ObjectRef.of(job.group),
+                                      reason.value, message=message))  # fmt: skip
+    return out

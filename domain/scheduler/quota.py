@@ -1,0 +1,85 @@
+"""Queue quota bookkeeping shared by the proportion and capacity plugins: what each queue has
+allocated and has reserved for enqueued gangs (``inqueue``), rolled up to every ancestor when
+queues form a hierarchy. A resource missing from a limit means "no limit"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from domain import quantity
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.objects.meta import ObjectKey
+from domain.quantity import ResourceList
+from domain.scheduler.snapshot import JobInfo, Snapshot, TaskInfo
+
+
+def over(amount: Mapping[str, int], limit: Mapping[str, int], dims: set[str] | None = None) -> list[str]:
+    """Resources (among ``dims`` if given) where ``amount`` exceeds a set ``limit``, sorted."""
+    names = set(amount) if dims is None else dims & set(amount)
+    return sorted(n for n in names if n in limit and amount[n] > limit[n])
+
+
+def lower(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
+    """Per-resource minimum of two limits, where a missing resource is unlimited."""
+    out = dict(a)
+    for name, amount in b.items():
+        out[name] = min(out.get(name, amount), amount)
+    return out
+
+
+def requested(task: TaskInfo) -> set[str]:
+    return {name for name, amount in task.request.items() if amount > 0 and name != quantity.PODS}
+
+
+def describe(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+class Ledger:
+    """Allocated and reserved resources per queue, kept current as statements place tasks."""
+
+    def __init__(self, snapshot: Snapshot, *, roll_up: bool) -> None:
+        self.snapshot = snapshot
+        self.roll_up = roll_up
+        self.used: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
+        self.inqueue: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
+        self._reserved: dict[ObjectKey, ResourceList] = {}
+        for job in snapshot.jobs.values():
+            for name in self.chain(job.queue):
+                quantity.add(self.used[name], job.allocated)
+            if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
+                self.enqueued(job)
+
+    def chain(self, queue: str) -> list[str]:
+        """The queues that account for a job of ``queue``: itself, and its ancestors in a hierarchy."""
+        if queue not in self.snapshot.queues:
+            return []
+        if not self.roll_up:
+            return [queue]
+        return [q.name for q in self.snapshot.ancestors(queue)]
+
+    def _remaining(self, job: JobInfo) -> ResourceList:
+        minimum = job.min_resources or {}
+        return {n: a - job.allocated.get(n, 0) for n, a in minimum.items() if a > job.allocated.get(n, 0)}
+
+    def enqueued(self, job: JobInfo) -> None:
+        reserved = self._reserved[job.key] = self._remaining(job)
+        for name in self.chain(job.queue):
+            quantity.add(self.inqueue[name], reserved)
+
+    def allocated(self, task: TaskInfo, sign: int) -> None:
+        job = self.snapshot.jobs[task.job]
+        for name in self.chain(job.queue):
+            quantity.add(self.used[name], {k: sign * v for k, v in task.request.items()})
+        before = self._reserved.get(job.key)
+        if before is not None:
+            # The reservation shrinks as the gang's own members take their place.
+            after = self._reserved[job.key] = self._remaining(job)
+            delta = {n: after.get(n, 0) - before.get(n, 0) for n in set(before) | set(after)}
+            for name in self.chain(job.queue):
+                quantity.add(self.inqueue[name], delta)
+
+    def enqueue_shortfall(self, job: JobInfo, name: str, limit: Mapping[str, int]) -> list[str]:
+        """Resources where the job's minimum would push queue ``name`` past ``limit``."""
+        need = quantity.sum_lists([job.min_resources or {}, self.used[name], self.inqueue[name]])
+        return over(need, limit, set(job.min_resources or {}) - {quantity.PODS})

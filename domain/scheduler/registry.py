@@ -1,0 +1,63 @@
+"""The registry: action and plugin names, as the configuration spells them, to their code.
+
+Plain dicts, written once, and the only place names meet modules: nothing registers itself at
+import time and nothing here changes during a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from domain.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.plugins import (
+    binpack,
+    capacity,
+    conformance,
+    drf,
+    gang,
+    network_topology,
+    nodeorder,
+    predicates,
+    priority,
+    proportion,
+)
+from domain.scheduler.session import Plugin, Session
+from domain.scheduler.snapshot import Snapshot
+
+ACTIONS: dict[str, Callable[[Session], None]] = {
+    # Admission: Pending gangs whose queue can hold their minimum become Inqueue.
+    enqueue.NAME: enqueue.execute,
+    # Placement: whole gangs, then best-effort pods into what is left.
+    allocate.NAME: allocate.execute,
+    backfill.NAME: backfill.execute,
+    # Eviction: for higher priority in a queue, and for queues below their deserved share.
+    preempt.NAME: preempt.execute,
+    reclaim.NAME: reclaim.execute,
+}
+
+PLUGINS: dict[str, Callable[[Mapping[str, object]], Plugin]] = {
+    # Ordering and gang semantics.
+    priority.NAME: priority.build,
+    gang.NAME: gang.build,
+    conformance.NAME: conformance.build,
+    drf.NAME: drf.build,
+    # Node fit and node preference.
+    predicates.NAME: predicates.build,
+    nodeorder.NAME: nodeorder.build,
+    binpack.NAME: binpack.build,
+    network_topology.NAME: network_topology.build,
+    # Queue quotas.
+    proportion.NAME: proportion.build,
+    capacity.NAME: capacity.build,
+}
+
+
+def open_session(snapshot: Snapshot, config: SchedulerConfig) -> Session:
+    """A session whose plugins, tier by tier, have registered their callbacks."""
+    session = Session(snapshot, config)
+    for tier, plugins in enumerate(config.tiers):
+        session.tier = tier
+        for plugin in plugins:
+            PLUGINS[plugin.name](plugin.options).on_open(session)
+    return session

@@ -1,0 +1,192 @@
+"""Session: one cycle's snapshot, the callbacks plugins registered at each extension point,
+the dispatchers that combine them by each point's rule, and what the actions found out
+(binds, evictions, the verdicts and fit summaries that explain why a job waits)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from domain.objects.meta import ObjectKey
+from domain.quantity import ResourceList
+from domain.reasons import FitSummary, Verdict
+from domain.scheduler.candidates import Candidates
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.extension_points import ExtensionPoint, Vote
+from domain.scheduler.snapshot import JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
+
+Key = tuple[float, ...]
+F = TypeVar("F")
+
+
+@dataclass(frozen=True, slots=True)
+class Hook(Generic[F]):
+    tier: int
+    plugin: str
+    fn: F
+
+
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """A plugin as configured: its name and what it registers when a session opens."""
+
+    name: str
+    on_open: Callable[[Session], None]
+
+
+@dataclass
+class Findings:
+    """What the actions learnt about each job, for the status decisions at close."""
+
+    binds: list[TaskInfo] = field(default_factory=list)  # committed placements, in order
+    evictions: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    verdicts: dict[ObjectKey, list[Verdict]] = field(default_factory=dict)
+    fits: dict[ObjectKey, dict[ObjectKey, FitSummary]] = field(default_factory=dict)  # job -> task -> summary
+    tentative: dict[ObjectKey, int] = field(default_factory=dict)  # most members placed in a discarded try
+    promised: dict[str, ResourceList] = field(default_factory=dict)  # node -> freed by victims, promised
+
+    def refuse(self, job: JobInfo, verdict: Verdict) -> None:
+        self.verdicts.setdefault(job.key, []).append(verdict)
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.found = Findings()
+        self.tier = 0  # the tier of the plugin whose on_open is running
+        self._queue_order: list[Hook[Callable[[QueueInfo], Key]]] = []
+        self._job_order: list[Hook[Callable[[JobInfo], Key]]] = []
+        self._task_order: list[Hook[Callable[[TaskInfo], Key]]] = []
+        self._job_valid: list[Hook[Callable[[JobInfo], Verdict | None]]] = []
+        self._enqueueable: list[Hook[Callable[[JobInfo], tuple[Vote, Verdict | None]]]] = []
+        self._enqueued: list[Hook[Callable[[JobInfo], None]]] = []
+        self._allocatable: list[Hook[Callable[[QueueInfo, TaskInfo], Verdict | None]]] = []
+        self._predicate: list[Hook[Callable[[TaskInfo, NodeInfo], list[str]]]] = []
+        self._node_order: list[Hook[Callable[[TaskInfo, NodeInfo], float]]] = []
+        self._job_ready: list[Hook[Callable[[JobInfo], Verdict | None]]] = []
+        self._allocated: list[Hook[Callable[[TaskInfo, int], None]]] = []
+        self._preemptable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
+        self._reclaimable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
+        self.points: set[ExtensionPoint] = set()  # points that have at least one callback
+        self.candidates = Candidates(self.predicate, self.node_score)
+
+    # Registration: one typed method per extension point, as Volcano's AddXxxFn.
+    def _hook(self, point: ExtensionPoint, plugin: str, fn: F) -> Hook[F]:
+        self.points.add(point)
+        return Hook(self.tier, plugin, fn)
+
+    def add_queue_order(self, plugin: str, fn: Callable[[QueueInfo], Key]) -> None:
+        self._queue_order.append(self._hook(ExtensionPoint.QUEUE_ORDER, plugin, fn))
+
+    def add_job_order(self, plugin: str, fn: Callable[[JobInfo], Key]) -> None:
+        self._job_order.append(self._hook(ExtensionPoint.JOB_ORDER, plugin, fn))
+
+    def add_task_order(self, plugin: str, fn: Callable[[TaskInfo], Key]) -> None:
+        self._task_order.append(self._hook(ExtensionPoint.TASK_ORDER, plugin, fn))
+
+    def add_job_valid(self, plugin: str, fn: Callable[[JobInfo], Verdict | None]) -> None:
+        self._job_valid.append(self._hook(ExtensionPoint.JOB_VALID, plugin, fn))
+
+    def add_job_enqueueable(self, plugin: str, fn: Callable[[JobInfo], tuple[Vote, Verdict | None]]) -> None:
+        self._enqueueable.append(self._hook(ExtensionPoint.JOB_ENQUEUEABLE, plugin, fn))
+
+    def add_job_enqueued(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
+        self._enqueued.append(self._hook(ExtensionPoint.JOB_ENQUEUED, plugin, fn))
+
+    def add_allocatable(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], Verdict | None]) -> None:
+        self._allocatable.append(self._hook(ExtensionPoint.ALLOCATABLE, plugin, fn))
+
+    def add_predicate(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[str]]) -> None:
+        self._predicate.append(self._hook(ExtensionPoint.PREDICATE, plugin, fn))
+
+    def add_node_order(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
+        self._node_order.append(self._hook(ExtensionPoint.NODE_ORDER, plugin, fn))
+
+    def add_job_ready(self, plugin: str, fn: Callable[[JobInfo], Verdict | None]) -> None:
+        self._job_ready.append(self._hook(ExtensionPoint.JOB_READY, plugin, fn))
+
+    def add_allocated(self, plugin: str, fn: Callable[[TaskInfo, int], None]) -> None:
+        """``fn(task, sign)``: +1 when a task is placed, -1 when that placement is undone."""
+        self._allocated.append(self._hook(ExtensionPoint.ALLOCATED, plugin, fn))
+
+    def add_preemptable(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]) -> None:
+        self._preemptable.append(self._hook(ExtensionPoint.PREEMPTABLE, plugin, fn))
+
+    def add_reclaimable(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]) -> None:
+        self._reclaimable.append(self._hook(ExtensionPoint.RECLAIMABLE, plugin, fn))
+
+    # Dispatchers: each combines its callbacks by the point's rule.
+    def queue_key(self, queue: QueueInfo) -> tuple[Key, float, str]:
+        # ORDER; ties break by creation time, then name, so the cycle is deterministic.
+        return tuple(v for h in self._queue_order for v in h.fn(queue)), queue.created, queue.name
+
+    def job_key(self, job: JobInfo) -> tuple[Key, float, str]:
+        return tuple(v for h in self._job_order for v in h.fn(job)), job.created, job.key
+
+    def task_key(self, task: TaskInfo) -> tuple[Key, str]:
+        return tuple(v for h in self._task_order for v in h.fn(task)), task.key
+
+    def job_valid(self, job: JobInfo) -> Verdict | None:
+        return next((v for h in self._job_valid if (v := h.fn(job)) is not None), None)
+
+    def job_enqueueable(self, job: JobInfo) -> Verdict | None:
+        """VOTE: any Reject refuses; a tier with a Permit admits without asking later tiers."""
+        permitted_tier: int | None = None
+        for hook in self._enqueueable:
+            if permitted_tier is not None and hook.tier > permitted_tier:
+                break
+            vote, verdict = hook.fn(job)
+            if vote is Vote.REJECT:
+                return verdict
+            if vote is Vote.PERMIT:
+                permitted_tier = hook.tier
+        return None
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for hook in self._enqueued:
+            hook.fn(job)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Verdict | None:
+        return next((v for h in self._allocatable if (v := h.fn(queue, task)) is not None), None)
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> list[str]:
+        for hook in self._predicate:
+            failures = hook.fn(task, node)
+            if failures:
+                return failures
+        return []
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        return sum(h.fn(task, node) for h in self._node_order)
+
+    def job_ready(self, job: JobInfo) -> Verdict | None:
+        return next((v for h in self._job_ready if (v := h.fn(job)) is not None), None)
+
+    def allocated(self, task: TaskInfo, sign: int) -> None:
+        for hook in self._allocated:
+            hook.fn(task, sign)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _intersect(self._preemptable, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _intersect(self._reclaimable, reclaimer, candidates)
+
+
+def _intersect(
+    hooks: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]],
+    preemptor: TaskInfo,
+    candidates: list[TaskInfo],
+) -> list[TaskInfo]:
+    """INTERSECT within a tier; the first tier whose plugins leave any victim decides. With no
+    plugin registered nobody may be evicted: eviction needs someone's consent."""
+    for tier in sorted({h.tier for h in hooks}):
+        victims = list(candidates)
+        for hook in (h for h in hooks if h.tier == tier):
+            allowed = {id(t) for t in hook.fn(preemptor, victims)}
+            victims = [t for t in victims if id(t) in allowed]
+        if victims:
+            return victims
+    return []

@@ -1,0 +1,298 @@
+"""Snapshot: the per-cycle copy of a cluster that a scheduling session works on.
+
+Built once per cycle from ``ClusterState``, which it never touches: nodes with their idle
+resources and labels, queues as a tree under ``root``, jobs (one per PodGroup, or a lone pod)
+with their tasks, and the network domains (InfiniBand clusters by node label, HyperNodes by
+tier). Only a ``Statement`` changes placements in it, and it undoes them on discard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from domain import quantity
+from domain.lifecycle.job import JobPhase
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.lifecycle.queue import QueuePhase
+from domain.objects.core import Node, Pod
+from domain.objects.meta import ObjectKey, key_of
+from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
+from domain.quantity import ResourceList
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.topology import HYPERNODE, Domain, TopologyRequest, hyper_domains, label_domains, where_key
+from domain.state import ClusterState
+
+ROOT = "root"
+DEFAULT_QUEUE = "default"
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belongs to (minTaskMember)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class TaskStatus(StrEnum):
+    """Where a task stands in this cycle, in Volcano's vocabulary."""
+
+    PENDING = "Pending"  # ours, waiting for a node
+    ALLOCATED = "Allocated"  # placed in this cycle (tentatively until its statement commits)
+    BOUND = "Bound"  # has a node, not running yet
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # being deleted or evicted; still holds its node's resources
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
+"""Statuses that count towards a gang's minimum (Volcano's ReadyTaskNum)."""
+HOLDING = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+"""Statuses whose requests a job's queue is charged for (Volcano's AllocatedStatus): a finished
+pod counts towards its gang, but no longer holds resources."""
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    key: ObjectKey
+    pod: Pod
+    job: ObjectKey
+    request: ResourceList
+    status: TaskStatus
+    node: str = ""
+    priority: int = 0
+    role: str = ""  # Volcano Job task name, for minTaskMember
+
+    @property
+    def is_best_effort(self) -> bool:
+        """No requests beyond the pod slot itself: only backfill places these."""
+        return not any(amount for name, amount in self.request.items() if name != quantity.PODS)
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    key: ObjectKey
+    group: PodGroup | None  # None for a lone pod: a gang of one in the default queue
+    queue: str
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: ResourceList | None
+    created: float
+    phase: PodGroupPhase
+    tasks: list[TaskInfo] = field(default_factory=list)
+    allocated: ResourceList = field(default_factory=dict)
+    topology: TopologyRequest | None = None
+    terminating: bool = False
+    priority: int = 0
+
+    def pending(self) -> list[TaskInfo]:
+        return [t for t in self.tasks if t.status is TaskStatus.PENDING]
+
+    def placed(self) -> int:
+        return sum(1 for t in self.tasks if t.status in PLACED)
+
+    def nodes(self) -> set[str]:
+        """Nodes its placed members run on: a topology domain must hold them too."""
+        return {t.node for t in self.tasks if t.status in PLACED and t.node}
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    name: str
+    node: Node
+    allocatable: ResourceList
+    idle: ResourceList
+    labels: dict[str, str]
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    queue: Queue | None  # None for the implicit root and default queues
+    parent: str
+    weight: int
+    capability: ResourceList
+    deserved: ResourceList
+    guarantee: ResourceList
+    state: QueuePhase
+    created: float
+    children: list[str] = field(default_factory=list)
+    allocated: ResourceList = field(default_factory=dict)
+
+    @property
+    def is_open(self) -> bool:
+        return self.state is QueuePhase.OPEN
+
+
+@dataclass(slots=True, eq=False)
+class Snapshot:
+    nodes: dict[str, NodeInfo]
+    queues: dict[str, QueueInfo]
+    jobs: dict[ObjectKey, JobInfo]
+    ib_domains: list[Domain]
+    hyper_domains: list[Domain]
+    total: ResourceList
+    domain_idle: dict[str, ResourceList] = field(default_factory=dict)  # where-key -> free resources in it
+    node_domains: dict[str, list[str]] = field(default_factory=dict)  # node -> where-keys of its domains
+    largest: ResourceList = field(default_factory=dict)  # the most any one node offers, per resource
+    domain_nodes: dict[str, list[NodeInfo]] = field(default_factory=dict)  # where-key -> its nodes, by name
+
+    def ancestors(self, name: str) -> list[QueueInfo]:
+        """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
+        out: list[QueueInfo] = []
+        seen: set[str] = set()
+        current = self.queues.get(name)
+        while current is not None and current.name not in seen:
+            out.append(current)
+            seen.add(current.name)
+            current = self.queues.get(current.parent) if current.parent else None
+        return out
+
+    def subtree_allocated(self, name: str) -> ResourceList:
+        queue = self.queues[name]
+        return quantity.sum_lists([queue.allocated, *(self.subtree_allocated(c) for c in queue.children)])
+
+
+def _seconds(moment: datetime | None) -> float:
+    return ((moment or _EPOCH) - _EPOCH).total_seconds()
+
+
+def _task_status(state: ClusterState, pod: Pod, node: str) -> TaskStatus | None:
+    if pod.status.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.status.phase == "Failed":
+        return TaskStatus.FAILED
+    machine = state.status_of(pod)
+    if pod.metadata.deletion_timestamp is not None or (machine is not None and machine.evicted):
+        return TaskStatus.RELEASING if node else None
+    if node:
+        return TaskStatus.RUNNING if pod.status.phase == "Running" else TaskStatus.BOUND
+    return TaskStatus.PENDING if pod.status.phase == "Pending" else None
+
+
+def _nodes(state: ClusterState) -> dict[str, NodeInfo]:
+    nodes = {}
+    for name, node in sorted(state.objects.get("Node", {}).items()):
+        if isinstance(node, Node):
+            allocatable = node.allocatable()
+            nodes[name] = NodeInfo(name, node, allocatable, dict(allocatable), dict(node.metadata.labels))
+    for pod in state.objects.get("Pod", {}).values():
+        info = nodes.get(state.node_of(pod))
+        if info is not None and not pod.is_finished():
+            quantity.add(info.idle, {k: -v for k, v in pod.spec.requests().items()})
+    return nodes
+
+
+def _queue_info(queue: Queue, phase: object) -> QueueInfo:
+    spec = queue.spec
+    parent = spec.parent or ROOT
+    state = phase if isinstance(phase, QueuePhase) else QueuePhase.OPEN
+    return QueueInfo(
+        queue.metadata.name, queue, parent, max(spec.weight, 1), dict(spec.capability), dict(spec.deserved),
+        dict(spec.guarantee.resource), state, _seconds(queue.metadata.creation_timestamp),
+    )  # fmt: skip
+
+
+def _queues(state: ClusterState) -> dict[str, QueueInfo]:
+    queues: dict[str, QueueInfo] = {}
+    for name, queue in sorted(state.objects.get("Queue", {}).items()):
+        if isinstance(queue, Queue):
+            queues[name] = _queue_info(queue, state.phase_of("Queue", name))
+    for implicit in (ROOT, DEFAULT_QUEUE):
+        # Volcano always has these two; a stream need not carry them.
+        if implicit not in queues:
+            parent = "" if implicit == ROOT else ROOT
+            queues[implicit] = QueueInfo(implicit, None, parent, 1, {}, {}, {}, QueuePhase.OPEN, 0.0)
+    queues[ROOT].parent = ""
+    for queue in queues.values():
+        if queue.parent in queues and queue.state is not QueuePhase.REJECTED:
+            queues[queue.parent].children.append(queue.name)
+    return queues
+
+
+def _topology(group: PodGroup | None, config: SchedulerConfig) -> TopologyRequest | None:
+    if group is None:
+        return None
+    if group.metadata.annotations.get(NETWORK_TOPOLOGY_ANNOTATION) == "ib-cluster":
+        return TopologyRequest(hard=True, highest_tier=None, label=config.ib_cluster_label)
+    spec = group.spec.network_topology
+    if spec is None:
+        return None
+    hard = spec.mode == "hard" and spec.highest_tier_allowed is not None
+    return TopologyRequest(hard=hard, highest_tier=spec.highest_tier_allowed, label="")
+
+
+def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
+    """A PodGroup being deleted, or owned by a Job that is terminating or gone (SEEDS S1)."""
+    if state.phase_of("PodGroup", key_of(group.metadata)) is PodGroupPhase.TERMINATING:
+        return True
+    for owner in group.metadata.owner_references:
+        if owner.kind != "Job":
+            continue
+        job_key = ObjectKey(f"{group.metadata.namespace}/{owner.name}")
+        if owner.uid in state.tombstones or state.phase_of("Job", job_key) is JobPhase.TERMINATING:
+            return True
+    return False
+
+
+def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, config: SchedulerConfig) -> JobInfo:
+    if group is None:
+        return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, _seconds(pod.metadata.creation_timestamp),
+                       PodGroupPhase.INQUEUE)  # fmt: skip
+    phase = state.phase_of("PodGroup", key)
+    spec = group.spec
+    return JobInfo(
+        key, group, spec.queue or DEFAULT_QUEUE, spec.min_member, dict(spec.min_task_member),
+        None if spec.min_resources is None else dict(spec.min_resources),
+        _seconds(group.metadata.creation_timestamp),
+        phase if isinstance(phase, PodGroupPhase) else PodGroupPhase.PENDING,
+        topology=_topology(group, config), terminating=_is_terminating(state, group),
+    )  # fmt: skip
+
+
+def _jobs(state: ClusterState, config: SchedulerConfig) -> dict[ObjectKey, JobInfo]:
+    groups = state.objects.get("PodGroup", {})
+    jobs: dict[ObjectKey, JobInfo] = {}
+    for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
+        node = state.node_of(pod)
+        ours = pod.spec.scheduler_name == config.scheduler_name
+        group_name = pod.group_name()
+        key = ObjectKey(f"{pod.metadata.namespace}/{group_name}") if group_name else pod_key
+        group = groups.get(key) if group_name else None
+        status = _task_status(state, pod, node)
+        if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
+            continue  # not ours to place, or a member waiting for its PodGroup to exist
+        if not ours and not group_name:
+            continue  # another scheduler's pod: it only takes up its node's resources
+        job = jobs.get(key)
+        if job is None:
+            job = jobs[key] = _job(state, key, group if isinstance(group, PodGroup) else None, pod, config)
+        request = pod.spec.requests()
+        task = TaskInfo(pod_key, pod, key, request, status, node, pod.spec.priority or 0,
+                        pod.metadata.annotations.get(TASK_SPEC_ANNOTATION, ""))  # fmt: skip
+        job.tasks.append(task)
+        job.priority = max(job.priority, task.priority)
+        if status in HOLDING:
+            quantity.add(job.allocated, request)
+    return jobs
+
+
+def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
+    nodes = _nodes(state)
+    queues = _queues(state)
+    jobs = _jobs(state, config)
+    for job in jobs.values():
+        if job.queue in queues:
+            quantity.add(queues[job.queue].allocated, job.allocated)
+    total = quantity.sum_lists(n.allocatable for n in nodes.values())
+    ib = label_domains(nodes.values(), config.ib_cluster_label)
+    hyper = hyper_domains(list(state.objects.get("HyperNode", {}).values()), nodes.values())
+    snapshot = Snapshot(nodes, queues, jobs, ib, hyper, total)
+    for node in nodes.values():
+        snapshot.largest = quantity.max_lists(snapshot.largest, node.allocatable)
+    # Free resources per domain, kept current by statements: best fit compares them per gang.
+    for prefix, domains in ((config.ib_cluster_label, ib), (HYPERNODE, hyper)):
+        for domain in domains:
+            where = where_key(prefix, domain)
+            members = snapshot.domain_nodes[where] = [nodes[n] for n in sorted(domain.nodes) if n in nodes]
+            snapshot.domain_idle[where] = quantity.sum_lists({k: max(v, 0) for k, v in n.idle.items()} for n in members)
+            for node in members:
+                snapshot.node_domains.setdefault(node.name, []).append(where)
+    return snapshot

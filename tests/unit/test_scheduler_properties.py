@@ -1,0 +1,136 @@
+"""Properties of the scheduler over generated clusters (hypothesis): whatever the nodes, queues
+and gangs, no node is over-committed, no queue passes its capability or an ancestor's, no gang is
+partly bound, an IB-cluster gang lands in one fabric, and the same events give the same decisions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from domain import quantity
+from domain.engine import Engine
+from domain.events import parse_event
+from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION
+from domain.scheduler.config import SchedulerConfig, from_mapping
+from tests import builders as b
+
+IB_LABEL = "volcano.sh/ib-cluster"
+HIERARCHY = from_mapping({
+    "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+        {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "capacity", "enableHierarchy": True},
+                     {"name": "nodeorder"}, {"name": "binpack"}]},
+    ]
+})  # fmt: skip
+# A two-level tree: org (maybe capped) with leaves a and b (maybe capped), plus the default queue.
+LEAVES = ("a", "b", "default")
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    size: int
+    min_member: int
+    cpu: int
+    gpu: int
+    queue: str
+    ib: bool
+    priority: int
+
+
+nodes_st = st.lists(
+    st.tuples(st.integers(2, 8), st.integers(0, 4), st.sampled_from(["ib-x", "ib-y"])), min_size=1, max_size=6
+)
+gangs_st = st.lists(
+    st.builds(
+        GangSpec,
+        size=st.integers(1, 4),
+        min_member=st.integers(1, 4),
+        cpu=st.integers(1, 4),
+        gpu=st.integers(0, 2),
+        queue=st.sampled_from(LEAVES),
+        ib=st.booleans(),
+        priority=st.integers(0, 2),
+    ),
+    min_size=1,
+    max_size=6,
+)
+caps_st = st.tuples(st.none() | st.integers(2, 12), st.none() | st.integers(2, 12), st.none() | st.integers(2, 12))
+
+
+def _stream(nodes: list[tuple[int, int, str]], gangs: list[GangSpec], caps: tuple[int | None, ...]) -> list[str]:
+    lines = []
+    for i, (cpu, gpu, ib) in enumerate(nodes):
+        lines.append(b.added(b.node(f"n-{i}", cpu=str(cpu), gpu=str(gpu), labels={IB_LABEL: ib}, rv=str(i + 1))))
+    org_cap, a_cap, b_cap = caps
+    for name, parent, cap in (("org", "", org_cap), ("a", "org", a_cap), ("b", "org", b_cap)):
+        spec: dict[str, Any] = {"weight": 1, **({"parent": parent} if parent else {})}
+        if cap is not None:
+            spec["capability"] = {"cpu": str(cap)}
+        lines.append(b.added(b.queue(name, spec=spec)))
+    for g, gang in enumerate(gangs):
+        group = b.pod_group(f"g{g}", min_member=min(gang.min_member, gang.size), queue=gang.queue)
+        if gang.ib:
+            group["metadata"]["annotations"] = {NETWORK_TOPOLOGY_ANNOTATION: "ib-cluster"}
+        lines.append(b.added(group))
+        for p in range(gang.size):
+            pod = b.pod(f"g{g}-{p}", cpu=str(gang.cpu), gpu=str(gang.gpu) if gang.gpu else None, group=f"g{g}",
+                        priority=gang.priority)  # fmt: skip
+            lines.append(b.added(pod))
+    return [*lines, b.marker(1), b.marker(2)]
+
+
+def _run(lines: list[str], config: SchedulerConfig) -> tuple[Engine, list[dict[str, Any]]]:
+    engine = Engine(config, on_markers=lambda _: True)
+    out = []
+    for line in lines:
+        out.extend(d.to_dict() for d in engine.handle(parse_event(line)).decisions)
+    return engine, out
+
+
+def _check(
+    nodes: list[tuple[int, int, str]], gangs: list[GangSpec], caps: tuple[int | None, ...], out: list[dict[str, Any]]
+) -> None:
+    binds = {d["target"]["name"]: d["node"] for d in out if d["kind"] == "Bind"}
+    assert len(binds) == sum(1 for d in out if d["kind"] == "Bind"), "a pod was bound twice"
+    used: dict[str, dict[str, int]] = defaultdict(dict)
+    per_queue: dict[str, int] = defaultdict(int)
+    for g, gang in enumerate(gangs):
+        bound = [binds[f"g{g}-{p}"] for p in range(gang.size) if f"g{g}-{p}" in binds]
+        assert not bound or len(bound) >= min(gang.min_member, gang.size), f"gang g{g} partly bound: {bound}"
+        if gang.ib and bound:
+            assert len({nodes[int(n[2:])][2] for n in bound}) == 1, f"IB gang g{g} spans fabrics: {bound}"
+        for node in bound:
+            quantity.add(used[node], {"cpu": gang.cpu * 1000, "nvidia.com/gpu": gang.gpu * 1000, "pods": 1000})
+        per_queue[gang.queue] += gang.cpu * len(bound)
+    for node, amount in used.items():
+        cpu, gpu, _ = nodes[int(node[2:])]
+        assert amount["cpu"] <= cpu * 1000 and amount["nvidia.com/gpu"] <= gpu * 1000, f"{node} over-committed"
+    org_cap, a_cap, b_cap = caps
+    for queue, cap in (("a", a_cap), ("b", b_cap)):
+        assert cap is None or per_queue[queue] <= cap, f"queue {queue} over its capability"
+    assert org_cap is None or per_queue["a"] + per_queue["b"] <= org_cap, "children over the parent's capability"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=nodes_st, gangs=gangs_st, caps=caps_st)
+def test_hierarchical_capacity_never_overcommits_nodes_queues_or_gangs(nodes: Any, gangs: Any, caps: Any) -> None:
+    _, out = _run(_stream(nodes, gangs, caps), HIERARCHY)
+    _check(nodes, gangs, caps, out)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=nodes_st, gangs=gangs_st)
+def test_default_config_never_overcommits_nodes_or_splits_gangs(nodes: Any, gangs: Any) -> None:
+    _, out = _run(_stream(nodes, gangs, (None, None, None)), SchedulerConfig())
+    _check(nodes, gangs, (None, None, None), out)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=nodes_st, gangs=gangs_st, caps=caps_st)
+def test_same_events_give_the_same_decisions(nodes: Any, gangs: Any, caps: Any) -> None:
+    lines = _stream(nodes, gangs, caps)
+    assert _run(lines, HIERARCHY)[1] == _run(lines, HIERARCHY)[1]
