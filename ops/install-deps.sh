@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages schedstream needs and a fresh machine may lack: make, Java (the
-# Kafka broker), Maven (its jars), python3-venv, and PostgreSQL's server (the store tests).
+# Kafka broker), Maven (its jars), python3-venv, PostgreSQL's server (the store tests) and Chromium
+# (the simulation report test renders report.html headless).
 # Does nothing when all are there; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ command -v java >/dev/null || missing+=(default-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v chromium >/dev/null || missing+=(chromium)
 ((${#missing[@]})) || exit 0
 
 echo "installing Debian packages: ${missing[*]}"

@@ -1,4 +1,4 @@
-"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, machines, db upgrade."""
+"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, simulate, machines, db upgrade."""
 
 from __future__ import annotations
 
@@ -145,6 +145,45 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
         ),
     )
     click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)
+
+
+@main.command()
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["native", "openb", "dlrm", "swf"]), default="native", show_default=True
+)
+@click.option(
+    "--nodes",
+    "nodes_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Node list: the openb node CSV for --format openb, native node lines otherwise.",
+)
+@config_option
+@click.option("--period", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds of simulated time between SCHEDULE markers.")  # fmt: skip
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run directory."
+)
+def simulate(
+    trace: Path, *, fmt: str, nodes_path: Path | None, config_path: Path | None, period: float, out_dir: Path
+) -> None:
+    """Run TRACE on a simulated cluster under the scheduler and the FCFS and EASY baselines."""
+    from services.simulate.metrics import table
+    from services.simulate.run import load
+    from services.simulate.run import simulate as run_simulation
+    from services.traces.model import TraceError
+
+    config = load_config(config_path)
+    try:
+        jobs, nodes = load(trace, fmt, nodes_path)  # type: ignore[arg-type]
+        result = run_simulation(jobs, nodes, config, out_dir, period=period)
+    except TraceError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.FileError(exc.filename or str(out_dir), hint=exc.strerror or str(exc)) from None
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.decisions.items())) or "none"
+    click.echo(table(result.metrics))
+    click.echo(f"{result.lines} events, decisions: {kinds}; written to {out_dir}", err=True)
 
 
 @main.command()

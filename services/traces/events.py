@@ -33,7 +33,7 @@ KUBELET_MAX_PODS = "110"  # the kubelet's default, for nodes whose trace gives n
 _UIDS = uuid.UUID("6f1c2f0e-5b1a-4c2e-9a57-7d3c0b9e1a40")
 
 
-def _timestamp(at: datetime) -> str:
+def timestamp(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
@@ -50,7 +50,7 @@ class _Renderer:
             "name": name,
             "uid": str(uuid.uuid5(_UIDS, f"{self.cluster}/{kind}/{namespace}/{name}")),
             "resourceVersion": str(len(self.lines) + 1),
-            "creationTimestamp": _timestamp(self.start + timedelta(seconds=submit)),
+            "creationTimestamp": timestamp(self.start + timedelta(seconds=submit)),
         }
         if namespaced:
             meta["namespace"] = namespace
@@ -61,31 +61,17 @@ class _Renderer:
         self.lines.append(json.dumps(line, separators=(",", ":")))
 
     def marker(self, seconds: float) -> None:
-        at = _timestamp(self.start + timedelta(seconds=seconds))
+        at = timestamp(self.start + timedelta(seconds=seconds))
         line = {"type": "SCHEDULE", "cluster": self.cluster, "time": at}
         self.lines.append(json.dumps(line, separators=(",", ":")))
 
     def node(self, node: Node) -> None:
-        meta = self.meta("Node", node.name, 0, namespaced=False)
-        meta["labels"] = {"kubernetes.io/hostname": node.name, **node.labels}
-        allocatable = {"pods": KUBELET_MAX_PODS, **node.allocatable}
-        status = {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]}
-        self.added({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {}, "status": status})
+        self.added(node_manifest(node, self.meta("Node", node.name, 0, namespaced=False)))
 
     def volcano(self, job: Job) -> None:
-        meta = self.meta("PodGroup", job.id, job.submit)
-        meta["labels"] = job.labels
-        if job.topology:
-            meta["annotations"] = {NETWORK_TOPOLOGY_ANNOTATION: job.topology}
-        spec = {"minMember": job.gang, "queue": job.queue}
-        self.added({"apiVersion": PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec, "status": {}})
+        self.added(pod_group_manifest(job, self.meta("PodGroup", job.id, job.submit)))
         for index in range(job.tasks):
-            pod_meta = self.meta("Pod", f"{job.id}-{index}", job.submit)
-            pod_meta["labels"] = job.labels
-            pod_meta["annotations"] = {GROUP_ANNOTATION: job.id}
-            pod_spec = {"schedulerName": "volcano", "priority": job.priority, **_pod_spec(job)}
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
-            self.added({**pod, "status": {"phase": "Pending"}})
+            self.added(pod_manifest(job, self.meta("Pod", pod_name(job, index), job.submit)))
 
     def kueue(self, job: Job, ib_label: str) -> None:
         meta = self.meta("Workload", job.id, job.submit)
@@ -97,6 +83,35 @@ class _Renderer:
             pod_set["topologyRequest"] = {"required": ib_label if job.topology == IB_CLUSTER else job.topology}
         spec = {"queueName": job.queue, "priority": job.priority, "podSets": [pod_set]}
         self.added({"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec})
+
+
+def node_manifest(node: Node, meta: dict[str, Any]) -> dict[str, Any]:
+    """A Ready v1 Node with the trace node's labels and allocatable (``pods: 110`` unless given)."""
+    meta["labels"] = {"kubernetes.io/hostname": node.name, **node.labels}
+    allocatable = {"pods": KUBELET_MAX_PODS, **node.allocatable}
+    status = {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {}, "status": status}
+
+
+def pod_group_manifest(job: Job, meta: dict[str, Any]) -> dict[str, Any]:
+    """The job's Volcano PodGroup (no status yet) under ``meta``."""
+    meta["labels"] = job.labels
+    if job.topology:
+        meta["annotations"] = {NETWORK_TOPOLOGY_ANNOTATION: job.topology}
+    spec = {"minMember": job.gang, "queue": job.queue}
+    return {"apiVersion": PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec, "status": {}}
+
+
+def pod_name(job: Job, index: int) -> str:
+    return f"{job.id}-{index}"
+
+
+def pod_manifest(job: Job, meta: dict[str, Any]) -> dict[str, Any]:
+    """One pending task of the job's gang under ``meta``: Volcano's, in the job's PodGroup."""
+    meta["labels"] = job.labels
+    meta["annotations"] = {GROUP_ANNOTATION: job.id}
+    spec = {"schedulerName": "volcano", "priority": job.priority, **_pod_spec(job)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
 
 def _pod_spec(job: Job) -> dict[str, Any]:

@@ -1,0 +1,195 @@
+"""Textbook baselines on the same trace and nodes: FCFS without backfill, and EASY backfill.
+
+A simulator of its own, on exact event times (no scheduling period): jobs wait in one queue in
+submit order; a job starts when all its tasks fit at once, each task on the first node (in node
+order) with room for its requests, its pod slot (``pods``, 110 unless the node says) and its
+node affinity. Topology requests are not modelled. Runtimes come from the trace (EASY uses
+them as exact estimates); a job of unknown duration never ends, and a job that does not fit
+the empty cluster is left out of the queue (it would block FCFS for ever).
+
+* ``fcfs``: start jobs from the head of the queue while the head fits; stop at the first
+  that does not.
+* ``easy`` (Lifka 1995; Mu'alem and Feitelson 2001): as FCFS, and when the head does not fit,
+  reserve for it the earliest time the running jobs' ends make room (the shadow time); a later
+  job may start now if it fits and either ends by the shadow time or leaves room for the head
+  at the shadow time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from domain.quantity import MILLI, ResourceList, add, parse_milli
+from services.simulate.outcome import JobRecord, Outcome
+from services.traces.events import KUBELET_MAX_PODS
+from services.traces.model import Job, Node, Trace
+
+Placement = list[int]  # the node index of each task
+_ARRIVE, _FINISH = 1, 0  # at equal times, finishes free their room before arrivals look for it
+
+
+def _fits(free: ResourceList, request: ResourceList) -> bool:
+    return all(free.get(name, 0) >= amount for name, amount in request.items())
+
+
+@dataclass
+class _Cluster:
+    labels: list[dict[str, str]]
+    free: list[ResourceList]
+
+    @classmethod
+    def of(cls, nodes: tuple[Node, ...]) -> _Cluster:
+        free = [
+            {name: parse_milli(a) for name, a in {"pods": KUBELET_MAX_PODS, **n.allocatable}.items()} for n in nodes
+        ]
+        return cls([dict(node.labels) for node in nodes], free)
+
+    def place(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
+        """First fit for every task on ``free`` (default: now), taken from it; None (and nothing
+        taken) when a task does not fit."""
+        free = self.free if free is None else free
+        placement: Placement = []
+        for _ in range(job.tasks):
+            for index, room in enumerate(free):
+                allowed = all(self.labels[index].get(k) in values for k, values in job.node_affinity.items())
+                if allowed and _fits(room, request):
+                    add(room, {name: -amount for name, amount in request.items()})
+                    placement.append(index)
+                    break
+            else:
+                self.release(placement, request, free)
+                return None
+        return placement
+
+    def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
+        rooms = self.free if free is None else free
+        for index in placement:
+            add(rooms[index], request)
+
+
+@dataclass
+class _Running:
+    end: float | None
+    job: Job
+    placement: Placement
+
+
+@dataclass
+class _Baseline:
+    trace: Trace
+    nodes: tuple[Node, ...]
+    policy: str
+    waiting: list[Job] = field(default_factory=list)
+    running: dict[str, _Running] = field(default_factory=dict)
+    allocated: ResourceList = field(default_factory=dict)
+    events: list[tuple[float, int, int, str]] = field(default_factory=list)  # (time, kind, order, job id)
+    order: itertools.count[int] = field(default_factory=itertools.count)
+
+    def __post_init__(self) -> None:
+        self.cluster = _Cluster.of(self.nodes)
+        self.requests = {
+            job.id: {"pods": MILLI, **{n: parse_milli(a) for n, a in job.requests.items()}} for job in self.trace.jobs
+        }
+        capacity: ResourceList = {}
+        for room in self.cluster.free:
+            add(capacity, {name: amount for name, amount in room.items() if name != "pods"})
+        self.outcome = Outcome(self.policy, capacity, {job.id: JobRecord(job) for job in self.trace.jobs})
+
+    def _usage(self, job: Job, sign: int) -> ResourceList:
+        return {name: sign * amount * job.tasks for name, amount in self.requests[job.id].items() if name != "pods"}
+
+    def start(self, job: Job, placement: Placement, now: float) -> None:
+        end = None if job.duration is None else now + job.duration
+        self.running[job.id] = _Running(end, job, placement)
+        self.outcome.jobs[job.id].start = now
+        add(self.allocated, self._usage(job, 1))
+        if end is not None:
+            heapq.heappush(self.events, (end, _FINISH, next(self.order), job.id))
+
+    def finish(self, job_id: str, now: float) -> None:
+        done = self.running.pop(job_id)
+        self.cluster.release(done.placement, self.requests[job_id])
+        add(self.allocated, self._usage(done.job, -1))
+        self.outcome.jobs[job_id].end = now
+
+    def shadow(self, head: Job) -> tuple[float, list[ResourceList]] | None:
+        """When the head fits if running jobs end as the trace says, and the room left then."""
+        free = [dict(room) for room in self.cluster.free]
+        ending = sorted((run for run in self.running.values() if run.end is not None), key=lambda r: r.end or 0.0)
+        request = self.requests[head.id]
+        for run in ending:
+            self.cluster.release(run.placement, self.requests[run.job.id], free)
+            placement = self.cluster.place(head, request, free)
+            if placement is not None:
+                self.cluster.release(placement, request, free)
+                assert run.end is not None
+                return run.end, free
+        return None
+
+    def schedule(self, now: float) -> None:
+        """Start what the policy allows at ``now``."""
+        while self.waiting:
+            head = self.waiting[0]
+            placement = self.cluster.place(head, self.requests[head.id])
+            if placement is None:
+                break
+            self.waiting.pop(0)
+            self.start(head, placement, now)
+        if self.policy == "easy" and len(self.waiting) > 1:
+            self.backfill(now)
+
+    def backfill(self, now: float) -> None:
+        head = self.waiting[0]
+        head_request = self.requests[head.id]
+        reservation = self.shadow(head)
+        for job in list(self.waiting[1:]):
+            request = self.requests[job.id]
+            placement = self.cluster.place(job, request)
+            if placement is None:
+                continue
+            if reservation is not None and (job.duration is None or now + job.duration > reservation[0]):
+                later = reservation[1]  # the room at the shadow time, with this job still on its nodes
+                for index in placement:
+                    add(later[index], {name: -amount for name, amount in request.items()})
+                room_for_head = self.cluster.place(head, head_request, later)
+                if room_for_head is None:
+                    self.cluster.release(placement, request, later)
+                    self.cluster.release(placement, request)
+                    continue
+                self.cluster.release(room_for_head, head_request, later)
+            self.waiting.remove(job)
+            self.start(job, placement, now)
+
+    def run(self) -> Outcome:
+        empty = _Cluster.of(self.nodes)
+        jobs = {job.id: job for job in self.trace.jobs}
+        for job in self.trace.jobs:
+            placement = empty.place(job, self.requests[job.id])
+            if placement is not None:  # else it never fits: left out
+                empty.release(placement, self.requests[job.id])
+                heapq.heappush(self.events, (job.submit, _ARRIVE, next(self.order), job.id))
+        while self.events:
+            now = self.events[0][0]
+            while self.events and self.events[0][0] == now:
+                _, kind, _, job_id = heapq.heappop(self.events)
+                if kind == _FINISH:
+                    self.finish(job_id, now)
+                else:
+                    self.waiting.append(jobs[job_id])
+            self.schedule(now)
+            self.outcome.track(now, self.allocated, len(self.waiting))
+        return self.outcome
+
+
+def fcfs(trace: Trace, nodes: tuple[Node, ...]) -> Outcome:
+    return _Baseline(trace, nodes, "fcfs").run()
+
+
+def easy(trace: Trace, nodes: tuple[Node, ...]) -> Outcome:
+    return _Baseline(trace, nodes, "easy").run()
+
+
+BASELINES: dict[str, Callable[[Trace, tuple[Node, ...]], Outcome]] = {"fcfs": fcfs, "easy": easy}

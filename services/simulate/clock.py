@@ -1,0 +1,46 @@
+"""Simulated time: a queue of timed actions, and the grid of SCHEDULE markers.
+
+Nothing here reads a wall clock. Time is seconds from the trace start (a float); actions at
+the same time run in the order they were scheduled, so a run is deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from services.traces.events import START, timestamp
+
+Action = Callable[[], None]
+
+
+@dataclass
+class EventQueue:
+    """Actions ordered by (time, order of scheduling)."""
+
+    _heap: list[tuple[float, int, Action]] = field(default_factory=list)
+    _order: itertools.count[int] = field(default_factory=itertools.count)
+
+    def at(self, time: float, action: Action) -> None:
+        heapq.heappush(self._heap, (time, next(self._order), action))
+
+    def next_time(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> tuple[float, Action]:
+        time, _, action = heapq.heappop(self._heap)
+        return time, action
+
+
+def marker_after(time: float, period: float) -> float:
+    """The marker closing the period that holds ``time``: events at k*period belong to period k."""
+    return (math.floor(time / period) + 1) * period
+
+
+def wall(seconds: float, start: datetime = START) -> str:
+    """Simulated seconds as the RFC 3339 timestamp the stream carries."""
+    return timestamp(start + timedelta(seconds=seconds))

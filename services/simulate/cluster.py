@@ -1,0 +1,257 @@
+"""The simulated cluster: the API server and kubelets the scheduler talks to, on simulated time.
+
+It holds the objects it created (nodes, Volcano Queues, each job's PodGroup and Pods), writes
+every change as a watch event into the stream and feeds it to an in-process ``Engine`` (the
+same domain code as replay), and applies the decisions of each SCHEDULE marker as a cluster
+would:
+
+* ``Bind``: the pod gets ``spec.nodeName`` and phase Running (one MODIFIED); it finishes
+  ``duration`` seconds later (MODIFIED Succeeded), or never when the trace does not know;
+* ``PodGroupStatus``: the PodGroup's status becomes the decided phase and conditions; once
+  it is Completed the job is deleted, pods first and then the PodGroup (the garbage
+  collector's order);
+* ``QueueStatus``: the Queue's status (state, allocated) is written back;
+* ``Evict``: the pod is deleted (MODIFIED with ``deletionTimestamp``, then DELETED) and its
+  controller recreates it under the same name with a new uid: the task starts over.
+
+Other decisions (Job and Workload statuses, Rejects) have no object here to act on; they are
+counted in ``ignored``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import msgspec
+
+from domain.decisions import Decision, DecisionKind
+from domain.engine import Engine
+from domain.events import parse_event
+from domain.quantity import ResourceList, add, parse_milli
+from domain.scheduler.config import SchedulerConfig
+from services.pipeline import encode_decision
+from services.simulate.clock import EventQueue, wall
+from services.simulate.outcome import JobRecord, Outcome
+from services.traces.events import PODGROUP_API, node_manifest, pod_group_manifest, pod_manifest, pod_name
+from services.traces.model import Job, Node
+
+POLICY = "schedstream"
+_UIDS = uuid.UUID("0b7e3c52-3f5e-4d8a-9a4b-5e2f6c1d7a90")
+_ENCODE = msgspec.json.Encoder()
+
+
+@dataclass
+class SimPod:
+    job: Job
+    index: int
+    requests: ResourceList
+    attempt: int = 0
+    created: float = 0.0
+    node: str = ""
+    phase: str = "Pending"
+
+    @property
+    def name(self) -> str:
+        return pod_name(self.job, self.index)
+
+
+@dataclass
+class SimGroup:
+    job: Job
+    record: JobRecord
+    pods: list[SimPod]
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+class SimCluster:
+    """One cluster's objects, its event stream and the scheduler that watches it."""
+
+    def __init__(
+        self,
+        nodes: tuple[Node, ...],
+        config: SchedulerConfig,
+        events_out: BinaryIO,
+        decisions_out: BinaryIO,
+        *,
+        cluster: str = "default",
+        namespace: str = "default",
+    ) -> None:
+        self.engine = Engine(config, on_markers=lambda _: True)
+        self.events_out = events_out
+        self.decisions_out = decisions_out
+        self.cluster = cluster
+        self.namespace = namespace
+        self.nodes = nodes
+        self.now = 0.0
+        self.changed_since: float | None = None  # earliest change the scheduler has not cycled over
+        self.queue = EventQueue()
+        self.groups: dict[str, SimGroup] = {}
+        self.pods: dict[str, SimPod] = {}
+        self.allocated: ResourceList = {}
+        self.waiting = 0
+        self.ignored: Counter[str] = Counter()
+        capacity: ResourceList = {}
+        for node in nodes:
+            add(capacity, {name: parse_milli(amount) for name, amount in node.allocatable.items()})
+        self.outcome = Outcome(POLICY, capacity, {})
+        self._resource_version = 0
+        self.lines = 0  # events and markers written
+        self.decided: Counter[str] = Counter()
+
+    # -- the stream -------------------------------------------------------------------------
+
+    def _meta(
+        self, kind: str, name: str, created: float, attempt: int = 0, *, namespaced: bool = True
+    ) -> dict[str, Any]:
+        namespace = self.namespace if namespaced else ""
+        meta: dict[str, Any] = {
+            "name": name,
+            "uid": str(uuid.uuid5(_UIDS, f"{self.cluster}/{kind}/{namespace}/{name}/{attempt}")),
+            "creationTimestamp": wall(created),
+        }
+        if namespaced:
+            meta["namespace"] = namespace
+        return meta
+
+    def _emit(self, event_type: str, obj: dict[str, Any]) -> None:
+        self._resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self._resource_version)
+        line = _ENCODE.encode({"type": event_type, "cluster": self.cluster, "object": obj})
+        self.events_out.write(line + b"\n")
+        self.lines += 1
+        self.engine.handle(parse_event(line))  # on markers: a watch event decides nothing by itself
+        if self.changed_since is None:
+            self.changed_since = self.now
+
+    def schedule(self, time: float) -> list[Decision]:
+        """A SCHEDULE marker at ``time``: one cycle; its decisions are applied at that time."""
+        self.now = time
+        self.changed_since = None
+        line = _ENCODE.encode({"type": "SCHEDULE", "cluster": self.cluster, "time": wall(time)})
+        self.events_out.write(line + b"\n")
+        self.lines += 1
+        decisions = self.engine.handle(parse_event(line)).decisions
+        for decision in decisions:
+            self.decisions_out.write(encode_decision(decision) + b"\n")
+            self.decided[decision.kind.value] += 1
+        for decision in decisions:
+            self._apply(decision)
+        self._track()
+        return decisions
+
+    def _track(self) -> None:
+        self.outcome.track(self.now, self.allocated, self.waiting)
+
+    # -- objects ----------------------------------------------------------------------------
+
+    def add_nodes(self) -> None:
+        for node in self.nodes:
+            self._emit("ADDED", node_manifest(node, self._meta("Node", node.name, 0, namespaced=False)))
+        self._track()
+
+    def add_queues(self, names: list[str]) -> None:
+        for name in names:
+            self._emit("ADDED", self._queue_object(name, {"state": "Open"}))
+
+    def _queue_object(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        meta = self._meta("Queue", name, 0, namespaced=False)
+        return {"apiVersion": PODGROUP_API, "kind": "Queue", "metadata": meta, "spec": {"weight": 1}, "status": status}
+
+    def submit(self, job: Job) -> None:
+        """The job's PodGroup, then its pending Pods, at the current time (its submit time)."""
+        requests = {name: parse_milli(amount) for name, amount in job.requests.items()}
+        pods = [SimPod(job, index, requests, created=self.now) for index in range(job.tasks)]
+        group = SimGroup(job, JobRecord(job), pods)
+        self.groups[job.id] = group
+        self.outcome.jobs[job.id] = group.record
+        self._emit("ADDED", self._group_object(group))
+        for pod in pods:
+            self.pods[pod.name] = pod
+            self._emit("ADDED", self._pod_object(pod))
+        self.waiting += 1
+        self._track()
+
+    def _group_object(self, group: SimGroup) -> dict[str, Any]:
+        job = group.job
+        manifest = pod_group_manifest(job, self._meta("PodGroup", job.id, job.submit))
+        manifest["status"] = dict(group.status)
+        return manifest
+
+    def _pod_object(self, pod: SimPod, *, deleting: bool = False) -> dict[str, Any]:
+        manifest = pod_manifest(pod.job, self._meta("Pod", pod.name, pod.created, pod.attempt))
+        if pod.node:
+            manifest["spec"]["nodeName"] = pod.node
+        manifest["status"] = {"phase": pod.phase}
+        if deleting:
+            manifest["metadata"]["deletionTimestamp"] = wall(self.now)
+        return manifest
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def _apply(self, decision: Decision) -> None:
+        target = decision.target
+        if decision.kind is DecisionKind.BIND and target.name in self.pods:
+            self._bind(self.pods[target.name], decision.fields["node"])
+        elif decision.kind is DecisionKind.POD_GROUP_STATUS and target.name in self.groups:
+            self._group_status(self.groups[target.name], decision)
+        elif decision.kind is DecisionKind.QUEUE_STATUS:
+            status = {"state": decision.fields["state"], "allocated": decision.fields["allocated"]}
+            self._emit("MODIFIED", self._queue_object(target.name, status))
+        elif decision.kind is DecisionKind.EVICT and target.name in self.pods:
+            self._evict(self.pods[target.name])
+        else:
+            self.ignored[decision.kind.value] += 1
+
+    def _bind(self, pod: SimPod, node: str) -> None:
+        pod.node, pod.phase = node, "Running"
+        add(self.allocated, pod.requests)
+        self._emit("MODIFIED", self._pod_object(pod))
+        group = self.groups[pod.job.id]
+        running = sum(1 for other in group.pods if other.phase == "Running")
+        if group.record.start is None and running >= pod.job.gang:
+            group.record.start = self.now
+            self.waiting -= 1
+        if pod.job.duration is not None:
+            attempt = pod.attempt
+            self.queue.at(self.now + pod.job.duration, lambda: self._finish(pod, attempt))
+
+    def _release(self, pod: SimPod) -> None:
+        add(self.allocated, {name: -amount for name, amount in pod.requests.items()})
+
+    def _finish(self, pod: SimPod, attempt: int) -> None:
+        if pod.attempt != attempt or pod.phase != "Running":
+            return  # evicted (and maybe recreated) since this run began
+        pod.phase = "Succeeded"
+        self._release(pod)
+        self._emit("MODIFIED", self._pod_object(pod))
+        group = self.groups[pod.job.id]
+        if all(other.phase == "Succeeded" for other in group.pods):
+            group.record.end = self.now
+        self._track()
+
+    def _group_status(self, group: SimGroup, decision: Decision) -> None:
+        group.status = {"phase": decision.fields["phase"], "conditions": decision.fields["conditions"]}
+        for condition in decision.fields["conditions"]:
+            if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
+                self.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
+        self._emit("MODIFIED", self._group_object(group))
+        if decision.fields["phase"] == "Completed":
+            for pod in group.pods:
+                self._emit("DELETED", self._pod_object(pod, deleting=True))
+                del self.pods[pod.name]
+            deleted = self._group_object(group)
+            deleted["metadata"]["deletionTimestamp"] = wall(self.now)
+            self._emit("DELETED", deleted)
+            del self.groups[group.job.id]
+
+    def _evict(self, pod: SimPod) -> None:
+        if pod.phase == "Running":
+            self._release(pod)
+        self._emit("MODIFIED", self._pod_object(pod, deleting=True))
+        self._emit("DELETED", self._pod_object(pod, deleting=True))
+        pod.attempt, pod.created, pod.node, pod.phase = pod.attempt + 1, self.now, "", "Pending"
+        self.groups[pod.job.id].record.restarts += 1
+        self._emit("ADDED", self._pod_object(pod))

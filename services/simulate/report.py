@@ -1,0 +1,126 @@
+"""report.html: one self-contained page (inline SVG and CSS, no script, no external asset) with
+the headline table, the utilisation timeline per resource, the queue length timeline and the
+wait-time CDF, each plot with one line per policy."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from services.simulate.metrics import percentile, table
+
+WIDTH, HEIGHT, MARGIN = 640, 260, 48
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
+CDF_LEVELS = 200
+Series = dict[str, list[tuple[float, float]]]
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def chart(chart_id: str, title: str, series: Series, x_label: str, y_label: str) -> str:
+    """A line chart as an <svg> element: one <polyline class="series"> per non-empty series."""
+    points = [point for values in series.values() for point in values]
+    x_lo = min((x for x, _ in points), default=0.0)
+    x_hi = max((x for x, _ in points), default=1.0)
+    y_hi = max((y for _, y in points), default=1.0) or 1.0
+    x_span = (x_hi - x_lo) or 1.0
+    plot_w, plot_h = WIDTH - 2 * MARGIN, HEIGHT - 2 * MARGIN
+
+    def at(x: float, y: float) -> str:
+        return f"{MARGIN + (x - x_lo) / x_span * plot_w:.1f},{HEIGHT - MARGIN - y / y_hi * plot_h:.1f}"
+
+    parts = [
+        f'<svg id="{chart_id}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}"'
+        f' viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{html.escape(title)}">',
+        f'<text x="{WIDTH / 2}" y="18" text-anchor="middle" class="title">{html.escape(title)}</text>',
+        f'<line class="axis" x1="{MARGIN}" y1="{HEIGHT - MARGIN}" x2="{WIDTH - MARGIN}" y2="{HEIGHT - MARGIN}"/>',
+        f'<line class="axis" x1="{MARGIN}" y1="{MARGIN}" x2="{MARGIN}" y2="{HEIGHT - MARGIN}"/>',
+        f'<text x="{MARGIN}" y="{HEIGHT - MARGIN + 16}">{_number(x_lo)}</text>',
+        f'<text x="{WIDTH - MARGIN}" y="{HEIGHT - MARGIN + 16}" text-anchor="end">{_number(x_hi)}</text>',
+        f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" text-anchor="middle">{html.escape(x_label)}</text>',
+        f'<text x="{MARGIN - 4}" y="{MARGIN + 4}" text-anchor="end">{_number(y_hi)}</text>',
+        f'<text x="{MARGIN - 4}" y="{HEIGHT - MARGIN}" text-anchor="end">0</text>',
+        f'<text x="12" y="{HEIGHT / 2}" transform="rotate(-90 12 {HEIGHT / 2})" text-anchor="middle">'
+        f"{html.escape(y_label)}</text>",
+    ]
+    for index, (name, values) in enumerate(series.items()):
+        colour = COLOURS[index % len(COLOURS)]
+        if values:
+            line = " ".join(at(x, y) for x, y in values)
+            parts.append(
+                f'<polyline class="series" data-policy="{html.escape(name)}" fill="none" stroke="{colour}"'
+                f' stroke-width="1.5" points="{line}"/>'
+            )
+        legend_y = MARGIN + 14 * index
+        parts.append(
+            f'<text class="legend" x="{WIDTH - MARGIN - 4}" y="{legend_y}" text-anchor="end" fill="{colour}">'
+            f"{html.escape(name)}</text>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _steps(samples: list[list[float]], scale: float = 1.0) -> list[tuple[float, float]]:
+    return [(x, y * scale) for x, y in samples]
+
+
+def _cdf(waits: list[float]) -> list[tuple[float, float]]:
+    if not waits:
+        return []
+    return [(percentile(waits, 100 * level / CDF_LEVELS), level / CDF_LEVELS) for level in range(CDF_LEVELS + 1)]
+
+
+def render(title: str, metrics: dict[str, dict[str, Any]], waits: dict[str, list[float]]) -> str:
+    """The page for ``metrics`` (policy -> metrics.compute) and each policy's job waits."""
+    first = next(iter(metrics.values()))
+    charts = [
+        chart(
+            f"utilisation-{resource.replace('/', '-').replace('.', '-')}",
+            f"Allocated {resource} (share of capacity)",
+            {policy: _steps(m["utilisation_timeline"][resource], 100.0) for policy, m in metrics.items()},
+            "simulated time (s)",
+            "%",
+        )
+        for resource in first["utilisation_timeline"]
+    ]
+    charts.append(
+        chart(
+            "queue-length",
+            "Waiting jobs",
+            {policy: _steps(m["waiting_timeline"]) for policy, m in metrics.items()},
+            "simulated time (s)",
+            "jobs",
+        )
+    )
+    charts.append(
+        chart(
+            "wait-cdf",
+            "Wait time CDF",
+            {policy: _cdf(values) for policy, values in waits.items()},
+            "wait (s)",
+            "share of started jobs",
+        )
+    )
+    reasons = "".join(
+        f"<tr><td>{html.escape(policy)}</td><td>{html.escape(reason)}</td><td>{count}</td></tr>"
+        for policy, m in metrics.items()
+        for reason, count in m["pending_reasons"].items()
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; }}
+svg.chart {{ display: block; margin: 1em 0; background: #fafafa; }}
+svg text {{ font-size: 11px; }} svg text.title {{ font-size: 13px; font-weight: bold; }}
+line.axis {{ stroke: #444; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding: 2px 8px; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+<pre id="summary">{html.escape(table(metrics))}</pre>
+{"".join(charts)}
+<h2>Pending reasons</h2>
+<table id="pending-reasons"><tr><th>policy</th><th>reason</th><th>statuses</th></tr>{reasons}</table>
+</body></html>
+"""

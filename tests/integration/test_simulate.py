@@ -1,0 +1,128 @@
+"""`schedstream simulate` end to end: the run directory, replay of its events giving exactly its
+decisions (gangs, preemption, deletions), a slice of the real openb trace, and the HTML report
+rendered by headless Chromium with its plots present."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from services.cli import main
+from services.traces.native import write_native
+from tests.conftest import IN_CI
+from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+OPENB_PODS = DATA / "openb_pod_list_default.csv"
+OPENB_NODES = DATA / "openb_node_list_all_node.csv"
+POLICIES = ["schedstream", "fcfs", "easy"]
+CHARTS = ["utilisation-cpu", "utilisation-memory", "queue-length", "wait-cdf"]
+
+
+def simulate(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["simulate", *args, "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "wait p95 (s)" in result.stdout
+    return out
+
+
+def replayed(tmp_path: Path, run: Path, *config: str) -> bytes:
+    out = tmp_path / "replayed.jsonl"
+    result = CliRunner().invoke(main, ["replay", str(run / "events.jsonl"), "--out", str(out), *config])
+    assert result.exit_code == 0, result.output
+    return out.read_bytes()
+
+
+def test_simulate_then_replay_gives_the_same_decisions(tmp_path: Path) -> None:
+    jobs, nodes, config = tmp_path / "jobs.jsonl", tmp_path / "nodes.jsonl", tmp_path / "policy.yaml"
+    write_native(PREEMPTION, jobs, nodes)
+    config.write_text(json.dumps(PREEMPTION_CONFIG))  # JSON is YAML
+    run = simulate(tmp_path, str(jobs), "--nodes", str(nodes), "--config", str(config))
+    assert sorted(path.name for path in run.iterdir()) == [
+        "decisions.jsonl",
+        "events.jsonl",
+        "metrics.json",
+        "report.html",
+    ]
+    decisions = (run / "decisions.jsonl").read_bytes()
+    kinds = {json.loads(line)["kind"] for line in decisions.splitlines()}
+    assert {"Bind", "Evict", "PodGroupStatus"} <= kinds
+    assert b'"DELETED"' in (run / "events.jsonl").read_bytes()
+    assert replayed(tmp_path, run, "--config", str(config)) == decisions
+    document = json.loads((run / "metrics.json").read_text())
+    assert list(document["policies"]) == POLICIES
+    assert document["policies"]["schedstream"]["restarts"] == 2
+
+
+def test_small_trace_through_the_command_line(tmp_path: Path) -> None:
+    jobs, nodes = tmp_path / "jobs.jsonl", tmp_path / "nodes.jsonl"
+    write_native(SMALL, jobs, nodes)
+    run = simulate(tmp_path, str(jobs), "--nodes", str(nodes), "--period", "1")
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
+    policies = json.loads((run / "metrics.json").read_text())["policies"]
+    assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280]
+
+
+@pytest.mark.skipif(not OPENB_PODS.exists(), reason="the openb trace is not in ../shared/data")
+def test_openb_slice_end_to_end(tmp_path: Path) -> None:
+    # The first 200 pods on 50 nodes (every 30th of the node list: GPU models and CPU nodes alike).
+    pods, nodes = tmp_path / "pods.csv", tmp_path / "nodes.csv"
+    pod_lines = OPENB_PODS.read_text().splitlines()
+    pods.write_text("\n".join(pod_lines[:201]) + "\n")
+    node_lines = OPENB_NODES.read_text().splitlines()
+    nodes.write_text("\n".join([node_lines[0], *node_lines[1:][::30][:50]]) + "\n")
+    run = simulate(tmp_path, str(pods), "--format", "openb", "--nodes", str(nodes))
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
+    document = json.loads((run / "metrics.json").read_text())
+    assert document["trace"] == {"jobs": 200, "tasks": 200, "nodes": 50}
+    for policy in POLICIES:
+        numbers = document["policies"][policy]
+        assert numbers["jobs"] == 200
+        assert numbers["started"] == 200  # every one of these pods fits some node
+        assert set(numbers["utilisation"]) == {"cpu", "memory", "nvidia.com/gpu"}
+        assert 0 < numbers["utilisation"]["nvidia.com/gpu"] < 1
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium")
+    if found:
+        return found
+    subprocess.run(["bash", "ops/install-deps.sh"], check=False, capture_output=True, timeout=900)
+    found = shutil.which("chromium")
+    if found:
+        return found
+    message = "chromium is not installed and could not be installed (Debian package chromium)"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: the report test must run)", pytrace=False)
+    pytest.skip(message)
+
+
+def test_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> None:
+    jobs, nodes = tmp_path / "jobs.jsonl", tmp_path / "nodes.jsonl"
+    write_native(SMALL, jobs, nodes)
+    run = simulate(tmp_path, str(jobs), "--nodes", str(nodes))
+    page = run / "report.html"
+    assert "http" not in page.read_text().replace('xmlns="http://www.w3.org/2000/svg"', "")  # no external asset
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    browser = [_chromium(), *flags, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(
+        [*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    for chart in CHARTS:
+        start = dom.index(f'<svg id="{chart}"')
+        svg = dom[start : dom.index("</svg>", start)]
+        assert svg.count('<polyline class="series"') == len(POLICIES), chart
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [*browser, f"--screenshot={shot}", "--window-size=1000,2000", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

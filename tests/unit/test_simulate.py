@@ -1,0 +1,167 @@
+"""The closed-loop simulator and the baselines on traces small enough to work out by hand, the
+metrics on them, and the marker rule: skipping the periods in which nothing changed decides
+exactly what a marker in every period would."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from domain.scheduler.config import SchedulerConfig, from_mapping
+from services.inputs import read_records
+from services.replay import replay_records
+from services.simulate import metrics
+from services.simulate.baselines import easy, fcfs
+from services.simulate.clock import wall
+from services.simulate.loop import run_closed_loop
+from services.simulate.outcome import Outcome, Timeline
+from services.traces.events import START
+from services.traces.model import Trace
+from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
+
+
+def closed_loop(trace: Trace, config: SchedulerConfig | None = None) -> tuple[Outcome, bytes, bytes]:
+    events, decisions = io.BytesIO(), io.BytesIO()
+    cluster = run_closed_loop(trace, trace.nodes, config or SchedulerConfig(), events, decisions)
+    return cluster.outcome, events.getvalue(), decisions.getvalue()
+
+
+def times(outcome: Outcome) -> dict[str, tuple[float | None, float | None]]:
+    return {job_id: (record.start, record.end) for job_id, record in outcome.jobs.items()}
+
+
+def test_our_policy_on_the_small_trace() -> None:
+    # Markers every second: arrivals at 0 are placed at the marker of 1; b ends at 51, and at the
+    # marker of 52 the gang c (2 nodes) still does not fit but d does (Volcano does not reserve);
+    # d ends at 82 and e takes its node at 83; a ends at 101 and c starts at 102.
+    outcome, _, _ = closed_loop(SMALL)
+    assert times(outcome) == {
+        "a": (1, 101),
+        "b": (1, 51),
+        "c": (102, 202),
+        "d": (52, 82),
+        "e": (83, 283),
+    }
+    assert outcome.pending_reasons == {"NotEnoughResources": 7}
+
+
+def test_fcfs_on_the_small_trace() -> None:
+    # c heads the queue from 10 and blocks d and e until a ends at 100; d ends at 130, then e.
+    assert times(fcfs(SMALL, SMALL.nodes)) == {
+        "a": (0, 100),
+        "b": (0, 50),
+        "c": (100, 200),
+        "d": (100, 130),
+        "e": (130, 330),
+    }
+
+
+def test_easy_on_the_small_trace() -> None:
+    # c's shadow time is 100 (a ends). At 50, d (30 s) ends by then: backfilled. At 80 e (200 s)
+    # would not end by 100, but a's two nodes are enough for c: backfilled too.
+    assert times(easy(SMALL, SMALL.nodes)) == {
+        "a": (0, 100),
+        "b": (0, 50),
+        "c": (100, 200),
+        "d": (50, 80),
+        "e": (80, 280),
+    }
+
+
+def test_metrics_of_the_small_trace() -> None:
+    ours = metrics.compute(closed_loop(SMALL)[0])
+    assert ours["wait"]["all"] == {
+        "count": 5,
+        "mean": 35.8,
+        "p50": 32.0,
+        "p95": pytest.approx(84.2),
+        "p99": pytest.approx(90.44),
+    }
+    assert ours["makespan"] == 283
+    assert set(ours["wait"]["by_size"]) == {"1", "2-4"}
+    assert ours["wait"]["by_size"]["2-4"]["mean"] == (1 + 92) / 2
+    assert ours["wait"]["by_queue"]["default"]["count"] == 5
+    # busy cpu-seconds: 2*100 + 50 + 2*100 + 30 + 200 = 680 over 3 nodes * 4 cpus * 283 s
+    assert ours["utilisation"]["cpu"] == pytest.approx(680 * 4 / (12 * 283))
+    assert ours["pending_reasons"] == {"NotEnoughResources": 7}
+    baseline = metrics.compute(fcfs(SMALL, SMALL.nodes))
+    assert baseline["wait"]["all"]["mean"] == (0 + 0 + 90 + 80 + 100) / 5
+    assert baseline["makespan"] == 330
+    # bounded slowdowns under FCFS: a and b 1, c (90 + 100) / 100, d (80 + 30) / 30, e (100 + 200) / 200
+    assert baseline["bounded_slowdown"]["mean"] == pytest.approx((1 + 1 + 1.9 + 110 / 30 + 1.5) / 5)
+    assert "utilisation" in metrics.table({"schedstream": ours, "fcfs": baseline})
+
+
+def test_preemption_evicts_and_the_task_starts_over() -> None:
+    outcome, events, _ = closed_loop(PREEMPTION, from_mapping(PREEMPTION_CONFIG))
+    assert outcome.jobs["low"].restarts == 2
+    assert outcome.jobs["forever"].start is not None
+    assert outcome.jobs["forever"].end is None  # unknown duration: runs until the end
+    lines = [json.loads(line) for line in events.splitlines()]
+    deleted = [
+        (line["object"]["kind"], line["object"]["metadata"]["name"]) for line in lines if line["type"] == "DELETED"
+    ]
+    # the evicted pods, then each completed job: its pods before its PodGroup
+    assert deleted[:2] == [("Pod", "low-0"), ("Pod", "low-1")]
+    assert deleted[2:5] == [("Pod", "gang-0"), ("Pod", "gang-1"), ("PodGroup", "gang")]
+    assert ("PodGroup", "forever") not in deleted
+
+
+def _dense(events: bytes, period: float) -> bytes:
+    """The same stream with a marker in every period, also those in which nothing changed."""
+    out: list[bytes] = []
+    last: float | None = None
+    for line in events.splitlines():
+        if b'"SCHEDULE"' in line:
+            at = (datetime.fromisoformat(json.loads(line)["time"]) - START).total_seconds()
+            tick = at if last is None else last + period
+            while tick < at:
+                out.append(json.dumps({"type": "SCHEDULE", "cluster": "default", "time": wall(tick)}).encode())
+                tick += period
+            last = at
+        out.append(line)
+    return b"\n".join(out) + b"\n"
+
+
+def _without_position(decisions: bytes) -> list[dict[str, object]]:
+    return [{k: v for k, v in json.loads(line).items() if k not in ("id", "seq")} for line in decisions.splitlines()]
+
+
+@pytest.mark.parametrize(("trace", "config"), [(SMALL, {}), (PREEMPTION, PREEMPTION_CONFIG)], ids=["small", "preempt"])
+def test_skipped_idle_periods_decide_nothing(trace: Trace, config: dict[str, str], tmp_path: Path) -> None:
+    scheduler = from_mapping(config) if config else SchedulerConfig()
+    _, events, decisions = closed_loop(trace, scheduler)
+    dense = _dense(events, 1.0)
+    assert dense.count(b'"SCHEDULE"') > 2 * events.count(b'"SCHEDULE"')
+    path = tmp_path / "dense.jsonl"
+    path.write_bytes(dense)
+    out = io.BytesIO()
+    replay_records(read_records([str(path)]), out, config=scheduler)
+    assert _without_position(out.getvalue()) == _without_position(decisions)
+
+
+def test_timeline_integral_and_percentiles() -> None:
+    line = Timeline()
+    line.set(0, 2)
+    line.set(10, 2)  # no change: no point
+    line.set(10, 4)
+    line.set(20, 0)
+    assert line.points == [(0, 2), (10, 4), (20, 0)]
+    assert line.integral(0, 30) == 60
+    assert line.integral(5, 15) == 30
+    assert metrics.percentile([1, 2, 3, 4], 50) == 2.5
+    assert metrics.summary([]) == {"count": 0}
+    assert metrics.size_class(1) == "1" and metrics.size_class(65) == "65+"
+
+
+def test_bucket_means_agree_with_the_integral() -> None:
+    line = Timeline()
+    for time, value in [(0, 1), (3, 5), (3.5, 0), (7, 2), (9.99, 4)]:
+        line.set(time, value)
+    means = line.means(0, 12, 7)
+    width = 12 / 7
+    assert means == pytest.approx([line.integral(i * width, (i + 1) * width) / width for i in range(7)])
