@@ -55,6 +55,9 @@ class ClusterState:
     tombstones: set[str] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
     events_since_marker: int = 0
+    # Values derived from the objects above and memoised by the code that derives them (never
+    # a fact of its own: dropping it changes no decision); not compared, printed or snapshotted.
+    derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def of_kind(self, kind: str) -> dict[ObjectKey, KubeObject]:
         return self.objects.setdefault(kind, {})

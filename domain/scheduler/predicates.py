@@ -69,10 +69,15 @@ def fit_failures(pod: Pod, request: Mapping[str, int], node: Node, free: Mapping
     """Why ``pod`` cannot run on ``node`` with ``free`` resources left; empty when it fits."""
     if node.spec.unschedulable:
         return [UNSCHEDULABLE]
-    if not node.is_ready():
+    if node.status.conditions and not node.is_ready():
         return [NOT_READY]
-    if not matches_node(pod, node):
+    spec = pod.spec
+    # No selector, no affinity, no taints: nothing to match (the common case, checked cheaply).
+    if (spec.node_selector or spec.affinity is not None) and not matches_node(pod, node):
         return [SELECTOR_MISMATCH]
-    if not tolerates_taints(pod, node):
+    if node.spec.taints and not tolerates_taints(pod, node):
         return [UNTOLERATED_TAINT]
-    return [f"Insufficient {name}" for name in shortfall(request, free)]
+    for name, amount in request.items():
+        if amount > 0 and amount > free.get(name, 0):
+            return [f"Insufficient {name}" for name in shortfall(request, free)]
+    return []

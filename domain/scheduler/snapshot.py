@@ -1,6 +1,7 @@
 """Snapshot: the per-cycle copy of a cluster that a scheduling session works on.
 
-Built once per cycle from ``ClusterState``, which it never touches: nodes with their idle
+Built once per cycle from ``ClusterState``, whose objects it never touches (it only memoises
+what it derives from them in ``state.derived``, see ``node_table``): nodes with their idle
 resources and labels, queues as a tree under ``root``, jobs (one per PodGroup, or a lone pod)
 with their tasks, and the network domains (InfiniBand clusters by node label, HyperNodes by
 tier). Only a ``Statement`` changes placements in it, and it undoes them on discard.
@@ -16,12 +17,13 @@ from domain import quantity
 from domain.lifecycle.job import JobPhase
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
-from domain.objects.core import Node, Pod
+from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey, key_of
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.topology import HYPERNODE, Domain, TopologyRequest, hyper_domains, label_domains, where_key
+from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, request_of
+from domain.scheduler.topology import Domain, TopologyRequest
 from domain.state import ClusterState
 
 ROOT = "root"
@@ -94,15 +96,6 @@ class JobInfo:
 
 
 @dataclass(slots=True, eq=False)
-class NodeInfo:
-    name: str
-    node: Node
-    allocatable: ResourceList
-    idle: ResourceList
-    labels: dict[str, str]
-
-
-@dataclass(slots=True, eq=False)
 class QueueInfo:
     name: str
     queue: Queue | None  # None for the implicit root and default queues
@@ -133,6 +126,7 @@ class Snapshot:
     node_domains: dict[str, list[str]] = field(default_factory=dict)  # node -> where-keys of its domains
     largest: ResourceList = field(default_factory=dict)  # the most any one node offers, per resource
     domain_nodes: dict[str, list[NodeInfo]] = field(default_factory=dict)  # where-key -> its nodes, by name
+    touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
 
     def ancestors(self, name: str) -> list[QueueInfo]:
         """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
@@ -167,17 +161,11 @@ def _task_status(state: ClusterState, pod: Pod, node: str) -> TaskStatus | None:
     return TaskStatus.PENDING if pod.status.phase == "Pending" else None
 
 
-def _nodes(state: ClusterState) -> dict[str, NodeInfo]:
-    nodes = {}
-    for name, node in sorted(state.objects.get("Node", {}).items()):
-        if isinstance(node, Node):
-            allocatable = node.allocatable()
-            nodes[name] = NodeInfo(name, node, allocatable, dict(allocatable), dict(node.metadata.labels))
-    for pod in state.objects.get("Pod", {}).values():
-        info = nodes.get(state.node_of(pod))
-        if info is not None and not pod.is_finished():
-            quantity.add(info.idle, {k: -v for k, v in pod.spec.requests().items()})
-    return nodes
+def _memo(state: ClusterState) -> Memo:
+    memo = state.derived.get("scheduler")
+    if not isinstance(memo, Memo):
+        memo = state.derived["scheduler"] = Memo()
+    return memo
 
 
 def _queue_info(queue: Queue, phase: object) -> QueueInfo:
@@ -247,7 +235,7 @@ def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, 
     )  # fmt: skip
 
 
-def _jobs(state: ClusterState, config: SchedulerConfig) -> dict[ObjectKey, JobInfo]:
+def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[ObjectKey, JobInfo]:
     groups = state.objects.get("PodGroup", {})
     jobs: dict[ObjectKey, JobInfo] = {}
     for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
@@ -264,7 +252,7 @@ def _jobs(state: ClusterState, config: SchedulerConfig) -> dict[ObjectKey, JobIn
         job = jobs.get(key)
         if job is None:
             job = jobs[key] = _job(state, key, group if isinstance(group, PodGroup) else None, pod, config)
-        request = pod.spec.requests()
+        request = request_of(memo, pod)
         task = TaskInfo(pod_key, pod, key, request, status, node, pod.spec.priority or 0,
                         pod.metadata.annotations.get(TASK_SPEC_ANNOTATION, ""))  # fmt: skip
         job.tasks.append(task)
@@ -275,24 +263,21 @@ def _jobs(state: ClusterState, config: SchedulerConfig) -> dict[ObjectKey, JobIn
 
 
 def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
-    nodes = _nodes(state)
+    memo = _memo(state)
+    table = node_table(state, memo, config.ib_cluster_label)
+    nodes = idle_nodes(state, memo, table)
     queues = _queues(state)
-    jobs = _jobs(state, config)
+    jobs = _jobs(state, config, memo)
+    forget_gone(memo, state.objects.get("Pod", {}))
     for job in jobs.values():
         if job.queue in queues:
             quantity.add(queues[job.queue].allocated, job.allocated)
-    total = quantity.sum_lists(n.allocatable for n in nodes.values())
-    ib = label_domains(nodes.values(), config.ib_cluster_label)
-    hyper = hyper_domains(list(state.objects.get("HyperNode", {}).values()), nodes.values())
-    snapshot = Snapshot(nodes, queues, jobs, ib, hyper, total)
-    for node in nodes.values():
-        snapshot.largest = quantity.max_lists(snapshot.largest, node.allocatable)
+    snapshot = Snapshot(nodes, queues, jobs, table.ib, table.hyper, dict(table.total))
+    snapshot.largest = dict(table.largest)
+    snapshot.node_domains = table.node_domains
+    snapshot.touched = memo.touched
     # Free resources per domain, kept current by statements: best fit compares them per gang.
-    for prefix, domains in ((config.ib_cluster_label, ib), (HYPERNODE, hyper)):
-        for domain in domains:
-            where = where_key(prefix, domain)
-            members = snapshot.domain_nodes[where] = [nodes[n] for n in sorted(domain.nodes) if n in nodes]
-            snapshot.domain_idle[where] = quantity.sum_lists({k: max(v, 0) for k, v in n.idle.items()} for n in members)
-            for node in members:
-                snapshot.node_domains.setdefault(node.name, []).append(where)
+    for where, names in table.members.items():
+        members = snapshot.domain_nodes[where] = [nodes[n] for n in names]
+        snapshot.domain_idle[where] = quantity.sum_lists({k: max(v, 0) for k, v in n.idle.items()} for n in members)
     return snapshot

@@ -62,6 +62,7 @@ class Statement:
         info = snapshot.nodes[node or task.node]
         delta = {k: -sign * v for k, v in task.request.items()}
         quantity.add(info.idle, delta)
+        snapshot.touched.add(info.name)  # the next cycle's snapshot builds this node again
         for where in snapshot.node_domains.get(info.name, ()):
             quantity.add(snapshot.domain_idle[where], delta)
         self.session.candidates.changed(info)

@@ -1,0 +1,138 @@
+"""NodeTable: what a snapshot derives from the nodes and HyperNodes alone, kept between cycles.
+
+The Node and HyperNode objects of a ``ClusterState`` are immutable and replaced on every change,
+so a table built from them stays right for as long as the same objects (and the same IB label)
+are there: every cycle compares them (identity first, then value) and rebuilds only on a change.
+A pod's effective request is memoised the same way, per pod object. Nothing here is a decision
+input that a cycle could not recompute from the state: a fresh ``Memo`` gives the same snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from domain import quantity
+from domain.objects.core import Node, Pod
+from domain.quantity import ResourceList
+from domain.scheduler.topology import HYPERNODE, Domain, hyper_domains, label_domains, where_key
+from domain.state import ClusterState
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    name: str
+    node: Node
+    allocatable: ResourceList
+    idle: ResourceList
+    labels: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    name: str
+    node: Node
+    allocatable: ResourceList  # shared: never change it, copy it
+    labels: dict[str, str]
+
+
+@dataclass(slots=True, eq=False)
+class NodeTable:
+    source: tuple[object, ...]  # the objects and the label it was built from
+    rows: dict[str, NodeRow]  # by name
+    total: ResourceList
+    largest: ResourceList
+    ib: list[Domain]
+    hyper: list[Domain]
+    members: dict[str, list[str]]  # where-key -> its nodes' names, sorted
+    node_domains: dict[str, list[str]]  # node -> where-keys of its domains
+
+
+@dataclass(slots=True, eq=False)
+class Memo:
+    table: NodeTable | None = None
+    requests: dict[int, tuple[Pod, ResourceList]] = field(default_factory=dict)  # id(pod) -> (pod, request)
+    nodes: dict[str, NodeInfo] | None = None  # the last snapshot's nodes, built from ``nodes_table``
+    nodes_table: NodeTable | None = None
+    loads: dict[str, tuple[ResourceList, ...]] = field(default_factory=dict)  # node -> requests it holds
+    touched: set[str] = field(default_factory=set)  # nodes the last session's statements changed
+
+
+def _build(
+    source: tuple[object, ...], nodes: list[tuple[str, Node]], hypernodes: list[object], label: str
+) -> NodeTable:
+    rows = {name: NodeRow(name, node, node.allocatable(), dict(node.metadata.labels)) for name, node in nodes}
+    total = quantity.sum_lists(r.allocatable for r in rows.values())
+    largest: ResourceList = {}
+    for row in rows.values():
+        largest = quantity.max_lists(largest, row.allocatable)
+    ib = label_domains(rows.values(), label)
+    hyper = hyper_domains(hypernodes, rows.values())
+    names = rows.keys()
+    members: dict[str, list[str]] = {}
+    node_domains: dict[str, list[str]] = {}
+    for prefix, domains in ((label, ib), (HYPERNODE, hyper)):
+        for domain in domains:
+            where = where_key(prefix, domain)
+            members[where] = [n for n in sorted(domain.nodes) if n in names]
+            for name in members[where]:
+                node_domains.setdefault(name, []).append(where)
+    return NodeTable(source, rows, total, largest, ib, hyper, members, node_domains)
+
+
+def node_table(state: ClusterState, memo: Memo, label: str) -> NodeTable:
+    """The table for the state's nodes now: the memo's when they are the same objects."""
+    nodes = state.objects.get("Node", {})
+    hypernodes = list(state.objects.get("HyperNode", {}).values())
+    source = (label, tuple(nodes.items()), tuple(hypernodes))
+    if memo.table is None or memo.table.source != source:
+        chosen = [(name, node) for name, node in sorted(nodes.items()) if isinstance(node, Node)]
+        memo.table = _build(source, chosen, hypernodes, label)
+    return memo.table
+
+
+def request_of(memo: Memo, pod: Pod) -> ResourceList:
+    """``pod.spec.requests()``, computed once per pod object; the caller must not change it."""
+    entry = memo.requests.get(id(pod))
+    if entry is None or entry[0] is not pod:
+        entry = memo.requests[id(pod)] = (pod, pod.spec.requests())
+    return entry[1]
+
+
+def forget_gone(memo: Memo, pods: dict[object, Pod]) -> None:
+    """Drop the memoised requests of pod objects the state no longer holds."""
+    if len(memo.requests) > 2 * len(pods) + 64:
+        live = {id(p) for p in pods.values()}
+        memo.requests = {k: v for k, v in memo.requests.items() if k in live}
+
+
+def _fresh(row: NodeRow, load: tuple[ResourceList, ...]) -> NodeInfo:
+    idle = dict(row.allocatable)
+    for request in load:
+        for name, amount in request.items():
+            idle[name] = idle.get(name, 0) - amount
+    return NodeInfo(row.name, row.node, row.allocatable, idle, row.labels)
+
+
+def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable) -> dict[str, NodeInfo]:
+    """Every node with its idle resources: allocatable less the requests of the unfinished pods
+    on it (bound by the cluster or by our decision). Only nodes whose pods changed, or that the
+    last session's statements touched, are built again; the others are the last cycle's, as is
+    the dict (a snapshot's nodes are valid until the next ``build``)."""
+    lists: dict[str, list[ResourceList]] = {}
+    for pod in state.objects.get("Pod", {}).values():
+        name = state.node_of(pod)  # type: ignore[arg-type]
+        if name and not pod.is_finished():  # type: ignore[union-attr]
+            lists.setdefault(name, []).append(request_of(memo, pod))  # type: ignore[arg-type]
+    loads = {name: tuple(load) for name, load in lists.items()}
+    nodes = memo.nodes
+    if nodes is None or memo.nodes_table is not table:
+        nodes = {name: _fresh(row, loads.get(name, ())) for name, row in table.rows.items()}
+    else:
+        old = memo.loads
+        dirty = memo.touched | {n for n in loads.keys() | old.keys() if loads.get(n, ()) != old.get(n, ())}
+        for name in dirty:
+            row = table.rows.get(name)
+            if row is not None:
+                nodes[name] = _fresh(row, loads.get(name, ()))
+    memo.nodes, memo.nodes_table, memo.loads, memo.touched = nodes, table, loads, set()
+    return nodes
