@@ -27,6 +27,17 @@ def lower(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
     return out
 
 
+def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
+    """Each queue's capability, cut to what is left of the cluster after every other queue's
+    guarantee (the flat view; capacity's hierarchy computes its own top-down)."""
+    guarantees = quantity.sum_lists(q.guarantee for q in snapshot.queues.values())
+    out = {}
+    for name, queue in snapshot.queues.items():
+        free = {n: a - guarantees.get(n, 0) + queue.guarantee.get(n, 0) for n, a in snapshot.total.items()}
+        out[name] = lower(queue.capability, free)
+    return out
+
+
 def requested(task: TaskInfo) -> set[str]:
     return {name for name, amount in task.request.items() if amount > 0 and name != quantity.PODS}
 

@@ -4,7 +4,7 @@ the dispatchers that combine them by each point's rule, and what the actions fou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -124,6 +124,27 @@ class Session:
 
     def job_key(self, job: JobInfo) -> tuple[Key, float, str]:
         return tuple(v for h in self._job_order for v in h.fn(job)), job.created, job.key
+
+    def in_queue_order(self, jobs: Iterable[JobInfo]) -> Iterator[JobInfo]:
+        """The jobs, next queue first (queue order is recomputed after every job, as shares
+        change), each queue's jobs in job order; a queue missing from the snapshot goes last."""
+        waiting: dict[str, list[JobInfo]] = {}
+        for job in jobs:
+            waiting.setdefault(job.queue, []).append(job)
+        # A waiting job's order key cannot change while other jobs are placed: sort each queue once.
+        for queued in waiting.values():
+            queued.sort(key=self.job_key, reverse=True)
+        while waiting:
+            name = min(waiting, key=self._queue_key_of)
+            queued = waiting[name]
+            job = queued.pop()
+            if not queued:
+                del waiting[name]
+            yield job
+
+    def _queue_key_of(self, name: str) -> tuple[int, object]:
+        queue = self.snapshot.queues.get(name)
+        return (1, name) if queue is None else (0, self.queue_key(queue))
 
     def task_key(self, task: TaskInfo) -> tuple[Key, str]:
         return tuple(v for h in self._task_order for v in h.fn(task)), task.key

@@ -17,7 +17,7 @@ def execute(session: Session) -> None:
     # 1. Jobs past enqueue with pending tasks that need resources; without the enqueue action,
     #    allocate admits Pending jobs itself, as Volcano does.
     admit_pending = "enqueue" not in session.config.actions
-    waiting: dict[str, list[JobInfo]] = {}
+    waiting: list[JobInfo] = []
     for job in session.snapshot.jobs.values():
         if job.terminating or not any(not t.is_best_effort for t in job.pending()):
             continue
@@ -27,21 +27,13 @@ def execute(session: Session) -> None:
         if verdict is not None:
             session.found.refuse(job, verdict)
             continue
-        waiting.setdefault(job.queue, []).append(job)
+        waiting.append(job)
     # 2. Take the next queue (queue order, recomputed as shares change) and its next job.
-    # A waiting job's order key cannot change while other jobs are placed: sort each queue once.
-    for jobs in waiting.values():
-        jobs.sort(key=session.job_key, reverse=True)
-    while waiting:
-        name = min(waiting, key=lambda q: _queue_key(session, q))
-        jobs = waiting[name]
-        job = jobs.pop()
-        if not jobs:
-            del waiting[name]
-        queue = session.snapshot.queues.get(name)
+    for job in session.in_queue_order(waiting):
+        queue = session.snapshot.queues.get(job.queue)
         if queue is None or not queue.is_open:
             state = "missing" if queue is None else queue.state
-            session.found.refuse(job, Verdict(Reason.QUEUE_NOT_OPEN, f"queue {name} is {state}", NAME))
+            session.found.refuse(job, Verdict(Reason.QUEUE_NOT_OPEN, f"queue {job.queue} is {state}", NAME))
             continue
         if job.phase is PodGroupPhase.PENDING:
             job.phase = PodGroupPhase.INQUEUE
@@ -69,8 +61,3 @@ def _allocate(session: Session, job: JobInfo) -> None:
     found.fits[job.key] = {**found.fits.get(job.key, {}), **attempt.failed}
     found.refuse(job, attempt.refused or not_ready)
     attempt.statement.discard()
-
-
-def _queue_key(session: Session, name: str) -> tuple[int, object]:
-    queue = session.snapshot.queues.get(name)
-    return (1, name) if queue is None else (0, session.queue_key(queue))

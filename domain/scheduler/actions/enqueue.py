@@ -26,20 +26,13 @@ def admissible(session: Session, job: JobInfo) -> Verdict | None:
 
 def execute(session: Session) -> None:
     # 1. Pending jobs, grouped by queue; jobs in unknown or closed queues are refused at once.
-    waiting: dict[str, list[JobInfo]] = {}
-    for job in session.snapshot.jobs.values():
-        if job.phase is PodGroupPhase.PENDING and job.pending() and not job.terminating:
-            waiting.setdefault(job.queue, []).append(job)
+    waiting = [
+        job
+        for job in session.snapshot.jobs.values()
+        if job.phase is PodGroupPhase.PENDING and job.pending() and not job.terminating
+    ]
     # 2. Take the queue that goes next (queue order), and its next job (job order).
-    # A waiting job's order key cannot change while other jobs are placed: sort each queue once.
-    for jobs in waiting.values():
-        jobs.sort(key=session.job_key, reverse=True)
-    while waiting:
-        name = min(waiting, key=lambda q: _queue_key(session, q))
-        jobs = waiting[name]
-        job = jobs.pop()
-        if not jobs:
-            del waiting[name]
+    for job in session.in_queue_order(waiting):
         # 3. Admit it if the queue, the gang and every quota vote allow; else record why not.
         verdict = admissible(session, job)
         if verdict is None:
@@ -47,8 +40,3 @@ def execute(session: Session) -> None:
             session.job_enqueued(job)
         else:
             session.found.refuse(job, verdict)
-
-
-def _queue_key(session: Session, name: str) -> tuple[int, object]:
-    queue = session.snapshot.queues.get(name)
-    return (1, name) if queue is None else (0, session.queue_key(queue))

@@ -12,20 +12,11 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.quota import Ledger, describe, lower, over, requested
+from domain.scheduler.quota import Ledger, describe, lower, over, real_capabilities, requested
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo
 
 NAME = "capacity"
-
-
-def _flat(snapshot: Snapshot) -> dict[str, ResourceList]:
-    guarantees = quantity.sum_lists(q.guarantee for q in snapshot.queues.values())
-    out = {}
-    for name, queue in snapshot.queues.items():
-        free = {n: a - guarantees.get(n, 0) + queue.guarantee.get(n, 0) for n, a in snapshot.total.items()}
-        out[name] = lower(queue.capability, free)
-    return out
 
 
 def _tree(snapshot: Snapshot) -> dict[str, ResourceList]:
@@ -52,7 +43,7 @@ def build(options: Mapping[str, object]) -> Plugin:
     def on_open(session: Session) -> None:
         snapshot = session.snapshot
         ledger = Ledger(snapshot, roll_up=hierarchy)
-        real = _tree(snapshot) if hierarchy else _flat(snapshot)
+        real = _tree(snapshot) if hierarchy else real_capabilities(snapshot)
 
         def deserved(queue: QueueInfo) -> ResourceList:
             return {

@@ -11,21 +11,11 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.quota import Ledger, describe, lower, over, requested
+from domain.scheduler.quota import Ledger, describe, lower, over, real_capabilities, requested
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
 
 NAME = "proportion"
-
-
-def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
-    """capability, cut to what is left of the cluster after every other queue's guarantee."""
-    guarantees = quantity.sum_lists(q.guarantee for q in snapshot.queues.values())
-    out = {}
-    for name, queue in snapshot.queues.items():
-        free = {n: a - guarantees.get(n, 0) + queue.guarantee.get(n, 0) for n, a in snapshot.total.items()}
-        out[name] = lower(queue.capability, free)
-    return out
 
 
 def _requests(snapshot: Snapshot) -> dict[str, ResourceList]:
