@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.kueue import preemption, topology
+from domain.kueue import fair_preemption, fair_sharing, preemption, topology
+from domain.kueue.fair_sharing import FairSharing
 from domain.kueue.flavor_assigner import Assignment, Mode, assign
 from domain.kueue.queue import waiting_by_queue
 from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
@@ -27,6 +28,7 @@ _PREEMPTED_BECAUSE = {
     "InClusterQueue": "prioritization in the ClusterQueue",
     "InCohortReclamation": "reclamation within the cohort",
     "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+    "InCohortFairSharing": "Fair Sharing within the cohort",
 }
 
 
@@ -41,31 +43,54 @@ class Entry:
         return (self.borrows, -self.info.priority, self.info.created, self.info.key)
 
 
-def run(snap: KueueSnapshot, box: Outbox) -> None:
+def run(snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None) -> None:
     # 1. Gather each ClusterQueue's waiting workloads; those without a usable queue wait with why.
     queues = waiting_by_queue(snap, box)
     # 2. Nominate at most one head per queue, by its queueing strategy.
-    entries = [e for name in sorted(queues) if (e := _nominate(snap, box, snap.queues[name], queues[name]))]
-    # 3. Process the heads in order against the snapshot, which each admission updates.
+    entries = [e for name in sorted(queues) if (e := _nominate(snap, box, snap.queues[name], queues[name], fair))]
+    # 3. Process the heads in order against the snapshot, which each admission updates; with
+    #    fair sharing the next head is the one whose queue's share with it is lowest now.
     targeted: set[ObjectKey] = set()
-    for entry in sorted(entries, key=Entry.order):
-        _process(snap, box, entry, targeted)
+    entries.sort(key=Entry.order)
+    while entries:
+        entry = entries.pop(0) if fair is None else _lowest_share(snap, entries)
+        _process(snap, box, entry, targeted, fair)
 
 
-def _can_go(snap: KueueSnapshot, cq: ClusterQueue, info: WorkloadInfo, assignment: Assignment) -> bool:
+def _lowest_share(snap: KueueSnapshot, entries: list[Entry]) -> Entry:
+    def key(entry: Entry) -> tuple[int, ...]:
+        return fair_sharing.shares_with(snap, snap.tree.queues[entry.cq.metadata.name], entry.assignment.usage())
+
+    best = min(range(len(entries)), key=lambda i: (key(entries[i]), i))
+    return entries.pop(best)
+
+
+def _targets(
+    snap: KueueSnapshot, cq: ClusterQueue, info: WorkloadInfo, assignment: Assignment, fair: FairSharing | None
+) -> list[preemption.Target] | None:
+    if fair is not None:
+        return fair_preemption.targets(snap, cq, info, assignment.usage(), fair)
+    return preemption.targets(snap, cq, info, assignment.usage())
+
+
+def _can_go(
+    snap: KueueSnapshot, cq: ClusterQueue, info: WorkloadInfo, assignment: Assignment, fair: FairSharing | None
+) -> bool:
     if assignment.mode >= Mode.BORROW:
         return True
-    return assignment.mode is Mode.PREEMPT and preemption.targets(snap, cq, info, assignment.usage()) is not None
+    return assignment.mode is Mode.PREEMPT and _targets(snap, cq, info, assignment, fair) is not None
 
 
-def _nominate(snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: list[WorkloadInfo]) -> Entry | None:
+def _nominate(
+    snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: list[WorkloadInfo], fair: FairSharing | None
+) -> Entry | None:
     strict = cq.spec.queueing_strategy == "StrictFIFO"
     failed: dict[tuple[object, ...], str] = {}  # shapes that did not fit this cycle, and why
     for index, info in enumerate(infos):
         message = failed.get(info.shape())
         if message is None:
             assignment = assign(snap, info, cq)
-            if _can_go(snap, cq, info, assignment):
+            if _can_go(snap, cq, info, assignment, fair):
                 node = snap.tree.queues[cq.metadata.name]
                 return Entry(info, cq, assignment, assignment.borrows(node))
             message = failed[info.shape()] = assignment.message
@@ -83,7 +108,9 @@ def _backoff_ended(info: WorkloadInfo) -> bool:
     return requeued is not None and requeued[1] == "False" and info.view.requeue_at is not None
 
 
-def _process(snap: KueueSnapshot, box: Outbox, entry: Entry, targeted: set[ObjectKey]) -> None:
+def _process(
+    snap: KueueSnapshot, box: Outbox, entry: Entry, targeted: set[ObjectKey], fair: FairSharing | None
+) -> None:
     info, cq = entry.info, entry.cq
     assignment = assign(snap, info, cq)
     if assignment.mode >= Mode.BORROW:
@@ -95,7 +122,7 @@ def _process(snap: KueueSnapshot, box: Outbox, entry: Entry, targeted: set[Objec
                 if psa.placement is not None:
                     topology.reserve(snap, psa.placement, full[psa.pod_set.name])
         return
-    found = preemption.targets(snap, cq, info, assignment.usage()) if assignment.mode is Mode.PREEMPT else None
+    found = _targets(snap, cq, info, assignment, fair) if assignment.mode is Mode.PREEMPT else None
     if found is None:
         box.status(info, waiting(info.view, PENDING, assignment.message), PENDING)
         return

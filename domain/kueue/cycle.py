@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain.decisions import Decision
-from domain.kueue import admission, eviction, second_pass, snapshot
+from domain.kueue import admission, eviction, fair_sharing, second_pass, snapshot
 from domain.kueue.workload_status import Outbox
 from domain.state import ClusterState
 
@@ -26,6 +26,6 @@ def run(state: ClusterState, settings: Mapping[str, Any], *, seq: int) -> list[D
     eviction.run(snap, box, settings)
     # 3. S3 second pass: re-place pods of failed nodes, then mark newly failed nodes.
     second_pass.run(snap, box, fail_fast=bool(settings.get("failFast")))
-    # 4. Admission: one head per ClusterQueue, preemption when allowed.
-    admission.run(snap, box)
+    # 4. Admission: one head per ClusterQueue, preemption when allowed (fair sharing if enabled).
+    admission.run(snap, box, fair_sharing.from_settings(settings))
     return box.out
