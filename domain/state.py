@@ -26,7 +26,7 @@ from enum import StrEnum
 
 from domain.events import Bookmark, EventType, Inbound, ScheduleMarker, UnknownKind, WatchEvent
 from domain.kinds import KubeObject
-from domain.lifecycle import pod_group, queue, workload
+from domain.lifecycle import job, pod_group, queue, workload
 from domain.lifecycle.catalog import MACHINES
 from domain.lifecycle.pod import PodFact
 from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
@@ -127,6 +127,13 @@ class ClusterState:
             return False
         status.reported = view
         return True
+
+    def decide_job_status(self, obj: KubeObject, phase: job.JobPhase, seq: int) -> bool:
+        """Fold a JobStatus decision; False when the job may not take ``phase`` from where it is."""
+        status = self.status_of(obj)
+        if status is None or status.phase not in job.DECIDED.get(phase, ()):
+            return False
+        return self._step(status, job.FACT_OF[phase], seq)
 
     def decide_workload_status(self, wl: Workload, view: WorkloadView, seq: int) -> bool:
         """Fold a WorkloadStatus decision; False (recorded) if the phase it shows is illegal now."""

@@ -125,3 +125,15 @@ def observe(job: Job) -> JobFact:
     if job.metadata.deletion_timestamp is not None:
         return F.DELETION_STARTED
     return _BY_STATUS.get(job.status.state.phase, F.OBSERVED_PENDING)
+
+
+DECIDED = {
+    P.RUNNING: frozenset({P.PENDING, P.RESTARTING}),
+    P.COMPLETED: frozenset({P.PENDING, P.RUNNING}),
+}
+"""The phases the scheduler reports for a Job as its PodGroup moves (JobStatus decisions), each
+with the phases it may report it from: a job aborting, completing, terminating or finished is
+the controller's, and a job being deleted gets no status write (SEEDS S1)."""
+
+FACT_OF = {P.RUNNING: F.OBSERVED_RUNNING, P.COMPLETED: F.OBSERVED_COMPLETED}
+"""The fact a JobStatus decision folds into the Job's machine: the phase it reports."""

@@ -9,7 +9,7 @@ twins of a task that failed are not tried again, so a hopeless gang still costs 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from domain import quantity
@@ -17,7 +17,7 @@ from domain.reasons import FitSummary, Reason, Verdict
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo
 from domain.scheduler.statement import Statement
-from domain.scheduler.topology import HYPERNODE, Domain, where_key
+from domain.scheduler.topology import HYPERNODE, Domain, TopologyRequest, where_key
 
 
 @dataclass
@@ -87,9 +87,8 @@ def _leftover(session: Session, where: str) -> float:
     return total
 
 
-def candidate_domains(session: Session, job: JobInfo) -> list[Domain]:
-    """Domains the job may be placed in: the right kind, allowed tier, holding its placed members."""
-    request = job.topology
+def candidate_domains(session: Session, request: TopologyRequest | None, placed: set[str]) -> list[Domain]:
+    """Domains a gang may be placed in: the right kind, allowed tier, holding its ``placed`` nodes."""
     if request is None:
         return []
     snapshot = session.snapshot
@@ -98,41 +97,58 @@ def candidate_domains(session: Session, job: JobInfo) -> list[Domain]:
     else:
         limit = request.highest_tier
         domains = [d for d in snapshot.hyper_domains if limit is None or d.tier <= limit]
-    placed = job.nodes()
     return sorted((d for d in domains if placed <= d.nodes), key=lambda d: (d.tier, d.name))
 
 
 def place_in_domain(session: Session, job: JobInfo) -> tuple[Attempt | None, Verdict | None]:
-    """Try every allowed domain, lowest tier first; in the first tier where the whole gang fits,
-    keep the best fit (least leftover capacity, then name) and place it there for real."""
-    domains = candidate_domains(session, job)
-    tasks = job.pending()
+    """Place the whole gang inside one domain of its topology request."""
+    return place_within(
+        session,
+        job,
+        job.pending(),
+        request=job.topology,
+        placed=job.nodes(),
+        ready=lambda: session.job_ready(job) is None,
+    )
+
+
+def place_within(
+    session: Session,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    *,
+    request: TopologyRequest | None,
+    placed: set[str],
+    ready: Callable[[], bool],
+) -> tuple[Attempt | None, Verdict | None]:
+    """Try every allowed domain, lowest tier first; in the first tier where ``tasks`` fit (``ready``
+    holds), keep the best fit (least leftover capacity, then name) and place them there for real."""
+    domains = candidate_domains(session, request, placed)
     tries: list[tuple[str, int]] = []
     for tier in sorted({d.tier for d in domains}):
         fits: list[tuple[float, str, Domain]] = []
         for domain in (d for d in domains if d.tier == tier):
-            where = _where(job, domain)
+            where = _where(request, domain)
             attempt = place(session, job, tasks, session.snapshot.domain_nodes[where], where)
-            placed = attempt.statement.placed()
-            if session.job_ready(job) is None and attempt.refused is None:
+            if ready() and attempt.refused is None:
                 fits.append((_leftover(session, where), domain.name, domain))
-            tries.append((domain.name, placed))
+            tries.append((domain.name, attempt.statement.placed()))
             attempt.statement.discard()
         if fits:
             _, _, best = min(fits, key=lambda f: (f[0], f[1]))
-            where = _where(job, best)
+            where = _where(request, best)
             return place(session, job, tasks, session.snapshot.domain_nodes[where], where), None
-    return None, _no_domain(job, domains, tries)
+    return None, _no_domain(request, len(tasks), domains, tries)
 
 
-def _where(job: JobInfo, domain: Domain) -> str:
-    return where_key(job.topology.label if job.topology and job.topology.label else HYPERNODE, domain)
+def _where(request: TopologyRequest | None, domain: Domain) -> str:
+    return where_key(request.label if request and request.label else HYPERNODE, domain)
 
 
-def _no_domain(job: JobInfo, domains: list[Domain], tries: list[tuple[str, int]]) -> Verdict:
-    request = job.topology
+def _no_domain(
+    request: TopologyRequest | None, wanted: int, domains: list[Domain], tries: list[tuple[str, int]]
+) -> Verdict:
     kind = f"{request.label} value" if request and request.label else "HyperNode"
-    wanted = len(job.pending())
     if not domains:
         where = f" at tier <= {request.highest_tier}" if request and request.highest_tier is not None else ""
         return Verdict(Reason.NO_TOPOLOGY_DOMAIN, f"no {kind}{where} holds the gang's nodes", "allocate")

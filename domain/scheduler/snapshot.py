@@ -23,6 +23,7 @@ from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, request_of
+from domain.scheduler.subgroups import SubGroup, split
 from domain.scheduler.topology import Domain, TopologyRequest
 from domain.state import ClusterState
 
@@ -83,6 +84,8 @@ class JobInfo:
     topology: TopologyRequest | None = None
     terminating: bool = False
     priority: int = 0
+    subgroups: list[SubGroup] = field(default_factory=list)  # sub-gangs (subGroupPolicy), by name
+    min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy -> sub-gangs needed ready
 
     def pending(self) -> list[TaskInfo]:
         return [t for t in self.tasks if t.status is TaskStatus.PENDING]
@@ -259,6 +262,8 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
         job.priority = max(job.priority, task.priority)
         if status in HOLDING:
             quantity.add(job.allocated, request)
+    for job in jobs.values():
+        job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
     return jobs
 
 

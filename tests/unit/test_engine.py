@@ -88,6 +88,24 @@ def running(seq: int, group: str, ns: str = "ns") -> dict[str, Any]:
     return {**status, "reason": "GangScheduled"}
 
 
+def job_status(seq: int, job: str, phase: str, ns: str = "ns") -> dict[str, Any]:
+    target = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "namespace": ns,
+        "name": job,
+        "uid": f"uid-{job}",
+    }
+    return {
+        "cluster": "c1",
+        "seq": seq,
+        "kind": "JobStatus",
+        "target": target,
+        "reason": f"PodGroup{phase}",
+        "phase": phase,
+    }
+
+
 def unschedulable(seq: int, group: str, message: str, ns: str = "ns", phase: str = "Inqueue") -> dict[str, Any]:
     # A gang without minResources is admitted (Inqueue) at once and then waits for nodes.
     return pg_status(seq, group, phase, [("Unschedulable", "NotEnoughResources", message)], ns=ns)
@@ -381,7 +399,12 @@ CASCADES = [
     Cascade(
         "a running gang",
         gpu="1",
-        want_before=[bind(6, "train-pg-0", "n-0"), bind(6, "train-pg-1", "n-1"), running(6, "train-pg")],
+        want_before=[
+            bind(6, "train-pg-0", "n-0"),
+            bind(6, "train-pg-1", "n-1"),
+            running(6, "train-pg"),
+            job_status(6, "train", "Running"),  # the Job follows its PodGroup
+        ],
         confirm=[
             b.modified(_cascade_pod(0, "1", node_name="n-0", phase="Running", rv="2")),
             b.modified(_cascade_pod(1, "1", node_name="n-1", phase="Running", rv="2")),

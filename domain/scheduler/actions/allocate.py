@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.reasons import Reason, Verdict
-from domain.scheduler import placement
+from domain.scheduler import placement, sub_placement
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo
 
@@ -43,7 +43,13 @@ def execute(session: Session) -> None:
 
 def _allocate(session: Session, job: JobInfo) -> None:
     attempt = None
-    if job.topology is not None:
+    found = session.found
+    if job.subgroups:
+        attempt, verdicts = sub_placement.place(session, job)
+        if session.job_ready(job) is not None:
+            for verdict in verdicts:
+                found.refuse(job, verdict)
+    elif job.topology is not None:
         attempt, verdict = placement.place_in_domain(session, job)
         if attempt is None and job.topology.hard and verdict is not None:
             session.found.refuse(job, verdict)
@@ -56,7 +62,6 @@ def _allocate(session: Session, job: JobInfo) -> None:
     if not_ready is None:
         attempt.statement.commit()
         return
-    found = session.found
     found.tentative[job.key] = max(found.tentative.get(job.key, 0), attempt.statement.placed())
     found.fits[job.key] = {**found.fits.get(job.key, {}), **attempt.failed}
     found.refuse(job, attempt.refused or not_ready)

@@ -26,6 +26,16 @@ def _valid(job: JobInfo) -> Verdict | None:
         if roles[role] < minimum:
             message = f"Not enough valid pods of task {role}, valid: {roles[role]}, min: {minimum}"
             return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)
+    return _sub_groups(job, lambda t: t.status is not TaskStatus.FAILED, Reason.NOT_ENOUGH_TASKS, "valid")
+
+
+def _sub_groups(job: JobInfo, counts: Callable[[TaskInfo], bool], reason: Reason, what: str) -> Verdict | None:
+    """Fewer than minSubGroups sub-gangs of a policy with subGroupSize members that ``counts``."""
+    for policy, minimum in sorted(job.min_sub_groups.items()):
+        whole = sum(1 for s in job.subgroups if s.policy == policy and sum(map(counts, s.tasks)) >= s.size)
+        if whole < minimum:
+            message = f"{whole}/{minimum} sub-groups of policy {policy} {what}"
+            return Verdict(reason, message, NAME)
     return None
 
 
@@ -38,7 +48,7 @@ def _ready(job: JobInfo) -> Verdict | None:
     for role, minimum in sorted(job.min_task_member.items()):
         if placed[role] < minimum:
             return Verdict(Reason.NOT_ENOUGH_RESOURCES, f"{placed[role]}/{minimum} pods of task {role} placed", NAME)
-    return None
+    return _sub_groups(job, lambda t: t.status in PLACED, Reason.NOT_ENOUGH_RESOURCES, "placed")
 
 
 def _order(job: JobInfo) -> Key:
