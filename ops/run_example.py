@@ -53,6 +53,8 @@ def describe(decision: dict) -> str:
     name = f"{target.get('namespace', '')}/{target['name']}".lstrip("/")
     if decision["kind"] == "Bind":
         detail = f"-> {decision['node']}"
+    elif decision["kind"] == "JobStatus":
+        detail = decision["phase"]
     elif decision["kind"] == "QueueStatus":
         allocated = ", ".join(f"{k}={v}" for k, v in decision["allocated"].items()) or "nothing"
         detail = f"{decision['state']}, allocated {allocated}"
