@@ -4,7 +4,7 @@ queues form a hierarchy. A resource missing from a limit means "no limit"."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
@@ -35,6 +35,28 @@ def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
     for name, queue in snapshot.queues.items():
         free = {n: a - guarantees.get(n, 0) + queue.guarantee.get(n, 0) for n, a in snapshot.total.items()}
         out[name] = lower(queue.capability, free)
+    return out
+
+
+def reclaimable_beyond_deserved(
+    snapshot: Snapshot,
+    used: Mapping[str, ResourceList],
+    reclaimer: TaskInfo,
+    candidates: list[TaskInfo],
+    deserved: Callable[[str], Mapping[str, int]],
+) -> list[TaskInfo]:
+    """Volcano's reclaim rule, for proportion and capacity alike: a queue gives back only what it
+    holds beyond its deserved share, and only to a queue that is below its own."""
+    mine = snapshot.jobs[reclaimer.job].queue
+    if over(quantity.sum_lists([used[mine], reclaimer.request]), deserved(mine), requested(reclaimer)):
+        return []
+    spare = {name: dict(amount) for name, amount in used.items()}
+    out = []
+    for task in candidates:
+        queue = snapshot.jobs[task.job].queue
+        if queue in spare and over(spare[queue], deserved(queue), requested(task)):
+            quantity.add(spare[queue], {k: -v for k, v in task.request.items()})
+            out.append(task)
     return out
 
 

@@ -12,7 +12,15 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.quota import Ledger, describe, lower, over, real_capabilities, requested
+from domain.scheduler.quota import (
+    Ledger,
+    describe,
+    lower,
+    over,
+    real_capabilities,
+    reclaimable_beyond_deserved,
+    requested,
+)
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo
 
@@ -80,21 +88,9 @@ def build(options: Mapping[str, object]) -> Plugin:
             return Vote.PERMIT, None
 
         def reclaimable(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-            # A queue gives back only what it holds beyond its deserved share, and only to a queue below its own.
-            mine = snapshot.queues[snapshot.jobs[reclaimer.job].queue]
-            if over(
-                quantity.sum_lists([ledger.used[mine.name], reclaimer.request]), deserved(mine), requested(reclaimer)
-            ):
-                return []
-            spare = {q: dict(ledger.used[q]) for q in snapshot.queues}
-            out = []
-            for task in candidates:
-                queue = snapshot.queues[snapshot.jobs[task.job].queue]
-                want = deserved(queue)
-                if want and over(spare[queue.name], want, requested(task)):
-                    quantity.add(spare[queue.name], {k: -v for k, v in task.request.items()})
-                    out.append(task)
-            return out
+            return reclaimable_beyond_deserved(
+                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved(snapshot.queues[name])
+            )
 
         session.add_queue_order(NAME, order)
         session.add_allocatable(NAME, allocatable)

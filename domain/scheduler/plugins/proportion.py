@@ -11,7 +11,15 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.quota import Ledger, describe, lower, over, real_capabilities, requested
+from domain.scheduler.quota import (
+    Ledger,
+    describe,
+    lower,
+    over,
+    real_capabilities,
+    reclaimable_beyond_deserved,
+    requested,
+)
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
 
@@ -92,20 +100,9 @@ def build(options: Mapping[str, object]) -> Plugin:
             return Vote.REJECT, Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
 
         def reclaimable(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-            # A queue gives back only what it holds beyond its deserved share, and only to a queue below its own.
-            mine = snapshot.jobs[reclaimer.job].queue
-            if over(
-                quantity.sum_lists([ledger.used[mine], reclaimer.request]), deserved.get(mine, {}), requested(reclaimer)
-            ):
-                return []
-            spare = {q: dict(ledger.used[q]) for q in deserved}
-            out = []
-            for task in candidates:
-                queue = snapshot.jobs[task.job].queue
-                if queue in spare and over(spare[queue], deserved[queue], requested(task)):
-                    quantity.add(spare[queue], {k: -v for k, v in task.request.items()})
-                    out.append(task)
-            return out
+            return reclaimable_beyond_deserved(
+                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved.get(name, {})
+            )
 
         session.add_queue_order(NAME, order)
         session.add_allocatable(NAME, allocatable)
