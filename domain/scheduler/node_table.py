@@ -3,19 +3,25 @@
 The Node and HyperNode objects of a ``ClusterState`` are immutable and replaced on every change,
 so a table built from them stays right for as long as the same objects (and the same IB label)
 are there: every cycle compares them (identity first, then value) and rebuilds only on a change.
-A pod's effective request is memoised the same way, per pod object. Nothing here is a decision
+A pod's effective request, and what a task takes from its pod alone (``snapshot``'s facts), are
+memoised the same way, per pod object. Nothing here is a decision
 input that a cycle could not recompute from the state: a fresh ``Memo`` gives the same snapshot.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from domain import quantity
 from domain.objects.core import Node, Pod
+from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.scheduler.topology import HYPERNODE, Domain, hyper_domains, label_domains, where_key
 from domain.state import ClusterState
+
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belongs to (minTaskMember)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(slots=True, eq=False)
@@ -47,10 +53,23 @@ class NodeTable:
     node_domains: dict[str, list[str]]  # node -> where-keys of its domains
 
 
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What a snapshot's task takes from its pod object alone."""
+
+    group: str  # its PodGroup's name; "" for a lone pod
+    job: ObjectKey | None  # its PodGroup's key; None for a lone pod (the pod's own key)
+    request: ResourceList  # shared: never change it
+    priority: int
+    role: str
+    created: float
+
+
 @dataclass(slots=True, eq=False)
 class Memo:
     table: NodeTable | None = None
     requests: dict[int, tuple[Pod, ResourceList]] = field(default_factory=dict)  # id(pod) -> (pod, request)
+    facts: dict[int, tuple[Pod, PodFacts]] = field(default_factory=dict)  # id(pod) -> (pod, its facts)
     nodes: dict[str, NodeInfo] | None = None  # the last snapshot's nodes, built from ``nodes_table``
     nodes_table: NodeTable | None = None
     loads: dict[str, tuple[ResourceList, ...]] = field(default_factory=dict)  # node -> requests it holds
@@ -98,11 +117,30 @@ def request_of(memo: Memo, pod: Pod) -> ResourceList:
     return entry[1]
 
 
+def seconds(moment: datetime | None) -> float:
+    return ((moment or _EPOCH) - _EPOCH).total_seconds()
+
+
+def pod_facts(memo: Memo, pod: Pod) -> PodFacts:
+    """What a task takes from its pod alone, computed once per pod object."""
+    entry = memo.facts.get(id(pod))
+    if entry is None or entry[0] is not pod:
+        name = pod.group_name()
+        job = ObjectKey(f"{pod.metadata.namespace}/{name}") if name else None
+        role = pod.metadata.annotations.get(TASK_SPEC_ANNOTATION, "")
+        facts = PodFacts(
+            name, job, request_of(memo, pod), pod.spec.priority or 0, role, seconds(pod.metadata.creation_timestamp)
+        )
+        entry = memo.facts[id(pod)] = (pod, facts)
+    return entry[1]
+
+
 def forget_gone(memo: Memo, pods: dict[object, Pod]) -> None:
-    """Drop the memoised requests of pod objects the state no longer holds."""
-    if len(memo.requests) > 2 * len(pods) + 64:
+    """Drop the memoised requests and facts of pod objects the state no longer holds."""
+    if len(memo.requests) > 2 * len(pods) + 64 or len(memo.facts) > 2 * len(pods) + 64:
         live = {id(p) for p in pods.values()}
         memo.requests = {k: v for k, v in memo.requests.items() if k in live}
+        memo.facts = {k: v for k, v in memo.facts.items() if k in live}
 
 
 def _fresh(row: NodeRow, load: tuple[ResourceList, ...]) -> NodeInfo:

@@ -63,7 +63,8 @@ def refuse_queues(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Dec
 
 def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decision]:
     out = []
-    for key, job in sorted(snapshot.jobs.items()):
+    for key in sorted(k for k, j in snapshot.jobs.items() if j.group is not None):
+        job = snapshot.jobs[key]
         queue = snapshot.queues.get(job.queue)
         if job.group is None or queue is None:
             continue

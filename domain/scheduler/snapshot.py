@@ -10,7 +10,6 @@ tier). Only a ``Statement`` changes placements in it, and it undoes them on disc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from domain import quantity
@@ -22,15 +21,13 @@ from domain.objects.meta import ObjectKey, key_of
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, request_of
+from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, pod_facts, seconds
 from domain.scheduler.subgroups import SubGroup, split
 from domain.scheduler.topology import Domain, TopologyRequest
 from domain.state import ClusterState
 
 ROOT = "root"
 DEFAULT_QUEUE = "default"
-TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belongs to (minTaskMember)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class TaskStatus(StrEnum):
@@ -147,10 +144,6 @@ class Snapshot:
         return quantity.sum_lists([queue.allocated, *(self.subtree_allocated(c) for c in queue.children)])
 
 
-def _seconds(moment: datetime | None) -> float:
-    return ((moment or _EPOCH) - _EPOCH).total_seconds()
-
-
 def _task_status(state: ClusterState, pod: Pod, node: str) -> TaskStatus | None:
     if pod.status.phase == "Succeeded":
         return TaskStatus.SUCCEEDED
@@ -177,7 +170,7 @@ def _queue_info(queue: Queue, phase: object) -> QueueInfo:
     state = phase if isinstance(phase, QueuePhase) else QueuePhase.OPEN
     return QueueInfo(
         queue.metadata.name, queue, parent, max(spec.weight, 1), dict(spec.capability), dict(spec.deserved),
-        dict(spec.guarantee.resource), state, _seconds(queue.metadata.creation_timestamp),
+        dict(spec.guarantee.resource), state, seconds(queue.metadata.creation_timestamp),
     )  # fmt: skip
 
 
@@ -225,14 +218,14 @@ def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
 
 def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, config: SchedulerConfig) -> JobInfo:
     if group is None:
-        return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, _seconds(pod.metadata.creation_timestamp),
+        return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, seconds(pod.metadata.creation_timestamp),
                        PodGroupPhase.INQUEUE)  # fmt: skip
     phase = state.phase_of("PodGroup", key)
     spec = group.spec
     return JobInfo(
         key, group, spec.queue or DEFAULT_QUEUE, spec.min_member, dict(spec.min_task_member),
         None if spec.min_resources is None else dict(spec.min_resources),
-        _seconds(group.metadata.creation_timestamp),
+        seconds(group.metadata.creation_timestamp),
         phase if isinstance(phase, PodGroupPhase) else PodGroupPhase.PENDING,
         topology=_topology(group, config), terminating=_is_terminating(state, group),
     )  # fmt: skip
@@ -244,8 +237,8 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
     for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
         node = state.node_of(pod)
         ours = pod.spec.scheduler_name == config.scheduler_name
-        group_name = pod.group_name()
-        key = ObjectKey(f"{pod.metadata.namespace}/{group_name}") if group_name else pod_key
+        facts = pod_facts(memo, pod)
+        group_name, key = facts.group, facts.job or pod_key
         group = groups.get(key) if group_name else None
         status = _task_status(state, pod, node)
         if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
@@ -254,16 +247,19 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
             continue  # another scheduler's pod: it only takes up its node's resources
         job = jobs.get(key)
         if job is None:
-            job = jobs[key] = _job(state, key, group if isinstance(group, PodGroup) else None, pod, config)
-        request = request_of(memo, pod)
-        task = TaskInfo(pod_key, pod, key, request, status, node, pod.spec.priority or 0,
-                        pod.metadata.annotations.get(TASK_SPEC_ANNOTATION, ""))  # fmt: skip
-        job.tasks.append(task)
-        job.priority = max(job.priority, task.priority)
+            if group_name:
+                job = _job(state, key, group if isinstance(group, PodGroup) else None, pod, config)
+            else:
+                job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
+            jobs[key] = job
+        request = facts.request
+        job.tasks.append(TaskInfo(pod_key, pod, key, request, status, node, facts.priority, facts.role))
+        job.priority = max(job.priority, facts.priority)
         if status in HOLDING:
             quantity.add(job.allocated, request)
     for job in jobs.values():
-        job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
+        if job.group is not None:
+            job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
     return jobs
 
 

@@ -23,8 +23,10 @@ def execute(session: Session) -> None:
         queue = snapshot.queues.get(job.queue)
         if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
             continue
-        if session.job_valid(job) is None:
-            tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in job.pending() if t.is_best_effort)
+        waiting = [t for t in job.pending() if t.is_best_effort]
+        # Validity only matters (and only is asked) for a job with best-effort tasks waiting.
+        if waiting and session.job_valid(job) is None:
+            tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in waiting)
     # 2. In queue, job, then task order.
     tasks.sort(key=lambda item: (item[0], item[1], session.task_key(item[2])))
     nodes = list(snapshot.nodes.values())
