@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from ops.local_kafka import LocalKafka
 from ops.local_postgres import LocalPostgres
+from tests.shared_data import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".local" / "pytest"
@@ -91,3 +92,11 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real traces and manifests (tests/shared_data.py says where they are looked for)."""
+    if not SHARED_DATA.is_dir():
+        _unavailable("the shared data folder", FileNotFoundError(str(SHARED_DATA)))
+    return SHARED_DATA

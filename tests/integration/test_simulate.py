@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from services.cli import main
 from services.traces.native import write_native
 from tests.conftest import IN_CI
+from tests.shared_data import SHARED_DATA
 from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = SHARED_DATA
 OPENB_PODS = DATA / "openb_pod_list_default.csv"
 OPENB_NODES = DATA / "openb_node_list_all_node.csv"
 POLICIES = ["schedstream", "fcfs", "easy"]
@@ -69,7 +70,7 @@ def test_small_trace_through_the_command_line(tmp_path: Path) -> None:
     assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280]
 
 
-@pytest.mark.skipif(not OPENB_PODS.exists(), reason="the openb trace is not in ../shared/data")
+@pytest.mark.usefixtures("shared_data")
 def test_openb_slice_end_to_end(tmp_path: Path) -> None:
     # The first 200 pods on 50 nodes (every 30th of the node list: GPU models and CPU nodes alike).
     pods, nodes = tmp_path / "pods.csv", tmp_path / "nodes.csv"

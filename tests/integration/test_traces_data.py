@@ -17,8 +17,10 @@ from services.traces.dlrm import read_dlrm
 from services.traces.events import to_events
 from services.traces.model import Trace
 from services.traces.openb import GPU, GPU_MILLI, GPU_MODEL_LABEL, PHASE_LABEL, read_openb
+from tests.shared_data import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = SHARED_DATA
+pytestmark = pytest.mark.usefixtures("shared_data")
 PODS = DATA / "openb_pod_list_default.csv"
 NODES = DATA / "openb_node_list_all_node.csv"
 MIB = 2**20 * 1000  # milli-units

@@ -24,9 +24,10 @@ from domain.events import (
 )
 from domain.objects import core, kueue, volcano
 from tests import builders as b
+from tests.shared_data import SHARED_DATA
 
 GI, MI = 1 << 30, 1 << 20
-MANIFESTS = Path(__file__).resolve().parents[3] / "shared" / "data" / "manifests"
+MANIFESTS = SHARED_DATA / "manifests"
 
 
 def line(obj: Any) -> str:
@@ -987,7 +988,7 @@ def _manifest_events(path: Path) -> list[str]:
     return [watch(doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
-@pytest.mark.skipif(not MANIFESTS.is_dir(), reason=f"{MANIFESTS} (shared data) is not present")
+@pytest.mark.usefixtures("shared_data")
 @pytest.mark.parametrize("case", MANIFEST_CASES, ids=lambda c: c.name)
 def test_real_manifests_parse_as_watch_events(case: ManifestCase) -> None:
     parsed = [parse_event(text) for text in _manifest_events(MANIFESTS / case.file)]
@@ -1001,7 +1002,7 @@ def test_real_manifests_parse_as_watch_events(case: ManifestCase) -> None:
         assert dig(found[0], path) == want, path
 
 
-@pytest.mark.skipif(not MANIFESTS.is_dir(), reason=f"{MANIFESTS} (shared data) is not present")
+@pytest.mark.usefixtures("shared_data")
 def test_every_named_real_manifest_is_accepted() -> None:
     """Every document with a name in the shared manifests parses: known kinds typed, others UnknownKind."""
     outcomes: dict[str, str] = {}
