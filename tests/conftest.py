@@ -27,7 +27,7 @@ _databases = itertools.count()
 
 
 def _unavailable(what: str, exc: BaseException) -> None:
-    message = f"{what} could not be started: {exc}"
+    message = f"{what} is not available: {exc}"
     if IN_CI:
         pytest.fail(f"{message} (CI=true: tests that need it must run)", pytrace=False)
     pytest.skip(message)
