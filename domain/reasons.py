@@ -71,3 +71,17 @@ class FitSummary:
             return "0/0 nodes are unavailable: no nodes in the cluster."
         parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
         return f"0/{self.nodes} nodes are unavailable: {parts}."
+
+
+def gang_unschedulable(unready: int, tasks: int, failed: list[tuple[str, FitSummary]]) -> str:
+    """Volcano's gang condition message: how many members cannot be placed, one word per task
+    that found no node (its most frequent node-level reason, most common first), then the node
+    summary of the first of them, as upstream's "Origin reason" ("3/4 tasks in gang
+    unschedulable: 3 Insufficient nvidia.com/gpu. Origin reason is w-1: 0/4 nodes are ...")."""
+    counts = Counter(summary.top() for _, summary in failed)
+    words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
+    message = f"{unready}/{tasks} tasks in gang unschedulable: {words}"
+    if failed:
+        name, summary = failed[0]
+        message += f". Origin reason is {name}: {summary.message()}"
+    return message

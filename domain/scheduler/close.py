@@ -15,7 +15,7 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import PodGroupStatusView, QueueStatusView
 from domain.objects.volcano import PodGroup
-from domain.reasons import Reason, most_severe
+from domain.reasons import Reason, gang_unschedulable, most_severe
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import PLACED, JobInfo, QueueInfo, TaskStatus
 from domain.state import ClusterState
@@ -50,11 +50,9 @@ def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak:
         fits = session.found.fits[job.key]
         placed = sum(1 for t in job.tasks if t.status in PLACED)
         unready = max(job.min_member - placed - session.found.tentative.get(job.key, 0), len(fits))
-        counts: dict[str, int] = {}
-        for summary in fits.values():
-            counts[summary.top()] = counts.get(summary.top(), 0) + 1
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
-        message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {reasons}"
+        # Tasks in the job's (name) order: the first one that found no node gives the node summary.
+        failed = [(t.pod.metadata.name, fits[t.key]) for t in job.tasks if t.key in fits]
+        message = gang_unschedulable(unready, len(job.tasks), failed)
     else:
         message = verdict.message
     return (phase, (("Unschedulable", "True", verdict.reason.value, message),))
