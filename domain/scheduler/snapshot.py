@@ -23,7 +23,7 @@ from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, pod_facts, seconds
 from domain.scheduler.subgroups import SubGroup, split
-from domain.scheduler.topology import Domain, TopologyRequest
+from domain.scheduler.topology import Domain, TopologyRequest, hyper_request
 from domain.state import ClusterState
 
 ROOT = "root"
@@ -204,8 +204,7 @@ def _topology(group: PodGroup | None, config: SchedulerConfig) -> TopologyReques
     spec = group.spec.network_topology
     if spec is None:
         return None
-    hard = spec.mode == "hard" and spec.highest_tier_allowed is not None
-    return TopologyRequest(hard=hard, highest_tier=spec.highest_tier_allowed, label="")
+    return hyper_request(spec)
 
 
 def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
