@@ -117,7 +117,21 @@ class ClusterState:
         if status is None or not self._step(status, PodFact.BIND_DECIDED, seq):
             return False
         status.node = node
+        status.nominated = ""
         return True
+
+    def decide_pipeline(self, pod: Pod, node: str) -> bool:
+        """Record that a pod is pipelined onto ``node`` (or, with "", no longer is); False if unchanged."""
+        status = self.status_of(pod)
+        if status is None or status.nominated == node:
+            return False
+        status.nominated = node
+        return True
+
+    def nominated_node(self, pod: Pod) -> str:
+        """The node a pending pod is pipelined onto, waiting for preemption to release room there."""
+        status = self.status_of(pod)
+        return status.nominated if status is not None and status.uid == pod.metadata.uid else ""
 
     def decide_pod_group_status(self, group: KubeObject, view: PodGroupStatusView, seq: int) -> bool:
         """Fold a PodGroupStatus decision; False (recorded) if its phase is illegal now."""

@@ -2,7 +2,8 @@
 
 Everything the scheduler derives about an object lives here, never in annotations (SEEDS
 S3): its machine phase and when it last changed (the seq and the scheduler clock), the last
-illegal fact it refused, the node we bound a pod to until the cluster confirms it, the last
+illegal fact it refused, the node we bound a pod to until the cluster confirms it (or the node
+it is pipelined onto while preemption releases room there), the last
 PodGroup status we decided, the most tasks a gang ever had (S1), the last Workload status we
 decided, and a workload's need for a second pass with the nodes that failed under it (S3),
 derived from that status.
@@ -41,6 +42,7 @@ class MachineStatus:
     rejected: str = ""  # the reason of the Reject decision in force for it (S2), until it no longer applies
     queue_reported: QueueStatusView | None = None  # Queue: the last status we decided
     workload: WorkloadView | None = None  # Workload: the last status we decided, until the cluster shows a newer one
+    nominated: str = ""  # Pod: pipelined onto this node, whose resources preemption is releasing, until it binds
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (snapshot format version 1)."""
@@ -57,11 +59,15 @@ class MachineStatus:
             "needsSecondPass": self.needs_second_pass,
             "unhealthyNodes": list(self.unhealthy_nodes),
             "workload": None if self.workload is None else self.workload.to_dict(),
+            "evicted": self.evicted,
+            "rejected": self.rejected,
+            "queueReported": None if self.queue_reported is None else [self.queue_reported[0], self.queue_reported[1]],
+            "nominated": self.nominated,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], phases: type[StrEnum]) -> MachineStatus:
-        reported, decided = data["reported"], data.get("workload")
+        reported, decided, queue_view = data["reported"], data.get("workload"), data.get("queueReported")
         return cls(
             kind=data["kind"],
             uid=data["uid"],
@@ -75,4 +81,9 @@ class MachineStatus:
             needs_second_pass=data["needsSecondPass"],
             unhealthy_nodes=tuple(data["unhealthyNodes"]),
             workload=None if decided is None else WorkloadView.from_dict(decided),
+            # Keys added within version 1 (a snapshot without them held their defaults).
+            evicted=data.get("evicted", False),
+            rejected=data.get("rejected", ""),
+            queue_reported=None if queue_view is None else (queue_view[0], tuple((n, a) for n, a in queue_view[1])),
+            nominated=data.get("nominated", ""),
         )

@@ -15,6 +15,7 @@ NETWORK_TOPOLOGY_ANNOTATION = "volcano.sh/network-topology"
 class NetworkTopologySpec(Struct, rename="camel", frozen=True, kw_only=True):
     mode: str = "hard"
     highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""  # instead of highestTierAllowed: the tier whose HyperNodes carry this tierName
 
 
 class SubGroupPolicy(Struct, rename="camel", frozen=True, kw_only=True):
@@ -136,6 +137,7 @@ class HyperNodeMember(Struct, rename="camel", frozen=True, kw_only=True):
 
 class HyperNodeSpec(Struct, rename="camel", frozen=True, kw_only=True):
     tier: int
+    tier_name: str = ""
     members: list[HyperNodeMember] = []
 
 

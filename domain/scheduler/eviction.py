@@ -1,6 +1,10 @@
 """Eviction: the shared mechanics of the preempt and reclaim actions. Which gangs starve, and
 how victims are chosen on a node (cheapest first, only until the task fits, resources of pods
-already on their way out counted as free) so that the set of victims stays small."""
+already on their way out counted as free) so that the set of victims stays small.
+
+The preemptor's tasks are pipelined onto the nodes being released (Volcano's Pipelined): each
+holds its room there from now on, so no other job, in this cycle or a later one, takes what
+its victims release; it binds in a later cycle, once the victims are gone."""
 
 from __future__ import annotations
 
@@ -17,11 +21,15 @@ Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 
 
 def starving(session: Session) -> list[JobInfo]:
-    """Admitted gangs in open queues that still have pending tasks needing resources."""
+    """Admitted gangs in open queues that still have pending tasks needing resources, unless
+    their pipelined members already make up the gang (they wait for their victims to go)."""
     out = []
     for job in session.snapshot.jobs.values():
         queue = session.snapshot.queues.get(job.queue)
         if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
+            continue
+        waiting = job.pipelined()
+        if waiting and job.placed() + len(waiting) >= job.min_member:
             continue
         if any(not t.is_best_effort for t in job.pending()) and session.job_valid(job) is None:
             out.append(job)
@@ -29,8 +37,8 @@ def starving(session: Session) -> list[JobInfo]:
 
 
 def _releasing(session: Session, node: NodeInfo) -> dict[str, int]:
-    """Resources of pods leaving the node that no other preemptor was promised yet."""
-    freed = {k: -v for k, v in session.found.promised.get(node.name, {}).items()}
+    """Resources of pods leaving the node (what pipelined tasks hold is already out of its idle)."""
+    freed: dict[str, int] = {}
     for job in session.snapshot.jobs.values():
         for task in job.tasks:
             if task.status is TaskStatus.RELEASING and task.node == node.name:
@@ -47,11 +55,8 @@ def _fits(session: Session, task: TaskInfo, node: NodeInfo, extra: dict[str, int
         node.idle = idle
 
 
-def _victims_on(
-    session: Session, task: TaskInfo, node: NodeInfo, allowed: list[TaskInfo], promised: dict[str, int]
-) -> list[TaskInfo] | None:
+def _victims_on(session: Session, task: TaskInfo, node: NodeInfo, allowed: list[TaskInfo]) -> list[TaskInfo] | None:
     freed = _releasing(session, node)
-    quantity.add(freed, {k: -v for k, v in promised.items()})
     chosen: list[TaskInfo] = []
     for victim in sorted((v for v in allowed if v.node == node.name), key=lambda v: (v.priority, v.key)):
         if _fits(session, task, node, freed):
@@ -63,24 +68,22 @@ def _victims_on(
 
 def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victims: Victims, reason: str) -> None:
     statement = Statement(session)
-    promises: list[tuple[str, dict[str, int]]] = []
+    evicted = False
     for task in sorted(job.pending(), key=session.task_key):
         if task.is_best_effort:
             continue
         allowed = victims(task, [c for c in candidates if c.status in EVICTABLE])
         for node in session.snapshot.nodes.values():
-            promised = quantity.sum_lists(r for n, r in promises if n == node.name)
-            chosen = _victims_on(session, task, node, allowed, promised)
+            chosen = _victims_on(session, task, node, allowed)
             if chosen is None:
                 continue
             for victim in chosen:
                 statement.evict(victim, f"{reason}: for {task.key}")
-            promises.append((node.name, task.request))
+            evicted = evicted or bool(chosen)
+            # Its room on the node is held from now on: no other preemptor counts it.
+            statement.pipeline(task, node.name)
             break
-    if job.placed() + len(promises) >= job.min_member and statement.operations:
+    if evicted and job.placed() + len(job.pipelined()) >= job.min_member:
         statement.commit()
-        # What the victims free is promised to this gang: no other preemptor counts it this cycle.
-        for node_name, request in promises:
-            quantity.add(session.found.promised.setdefault(node_name, {}), request)
     else:
         statement.discard()

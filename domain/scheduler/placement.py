@@ -95,7 +95,7 @@ def candidate_domains(session: Session, request: TopologyRequest | None, placed:
     if request.label:
         domains = snapshot.ib_domains
     else:
-        limit = request.highest_tier
+        limit = request.limit(snapshot.hyper_domains)
         domains = [d for d in snapshot.hyper_domains if limit is None or d.tier <= limit]
     return sorted((d for d in domains if placed <= d.nodes), key=lambda d: (d.tier, d.name))
 
@@ -151,6 +151,8 @@ def _no_domain(
     kind = f"{request.label} value" if request and request.label else "HyperNode"
     if not domains:
         where = f" at tier <= {request.highest_tier}" if request and request.highest_tier is not None else ""
+        if request and request.tier_name:
+            where = f" up to tier {request.tier_name}"
         return Verdict(Reason.NO_TOPOLOGY_DOMAIN, f"no {kind}{where} holds the gang's nodes", "allocate")
     best = sorted(tries, key=lambda t: (-t[1], t[0]))[:3]
     detail = ", ".join(f"{name} fits {placed}/{wanted}" for name, placed in best)

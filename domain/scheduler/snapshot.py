@@ -23,7 +23,7 @@ from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, pod_facts, seconds
 from domain.scheduler.subgroups import SubGroup, split
-from domain.scheduler.topology import Domain, TopologyRequest
+from domain.scheduler.topology import Domain, TopologyRequest, hyper_request
 from domain.state import ClusterState
 
 ROOT = "root"
@@ -34,6 +34,7 @@ class TaskStatus(StrEnum):
     """Where a task stands in this cycle, in Volcano's vocabulary."""
 
     PENDING = "Pending"  # ours, waiting for a node
+    PIPELINED = "Pipelined"  # waits on a node whose room preemption is releasing; holds that room
     ALLOCATED = "Allocated"  # placed in this cycle (tentatively until its statement commits)
     BOUND = "Bound"  # has a node, not running yet
     RUNNING = "Running"
@@ -90,6 +91,9 @@ class JobInfo:
     def placed(self) -> int:
         return sum(1 for t in self.tasks if t.status in PLACED)
 
+    def pipelined(self) -> list[TaskInfo]:
+        return [t for t in self.tasks if t.status is TaskStatus.PIPELINED]
+
     def nodes(self) -> set[str]:
         """Nodes its placed members run on: a topology domain must hold them too."""
         return {t.node for t in self.tasks if t.status in PLACED and t.node}
@@ -127,6 +131,7 @@ class Snapshot:
     largest: ResourceList = field(default_factory=dict)  # the most any one node offers, per resource
     domain_nodes: dict[str, list[NodeInfo]] = field(default_factory=dict)  # where-key -> its nodes, by name
     touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
+    pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
 
     def ancestors(self, name: str) -> list[QueueInfo]:
         """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
@@ -199,8 +204,7 @@ def _topology(group: PodGroup | None, config: SchedulerConfig) -> TopologyReques
     spec = group.spec.network_topology
     if spec is None:
         return None
-    hard = spec.mode == "hard" and spec.highest_tier_allowed is not None
-    return TopologyRequest(hard=hard, highest_tier=spec.highest_tier_allowed, label="")
+    return hyper_request(spec)
 
 
 def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
@@ -231,7 +235,9 @@ def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, 
     )  # fmt: skip
 
 
-def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[ObjectKey, JobInfo]:
+def _jobs(
+    state: ClusterState, config: SchedulerConfig, memo: Memo, pipelined: list[TaskInfo]
+) -> dict[ObjectKey, JobInfo]:
     groups = state.objects.get("PodGroup", {})
     jobs: dict[ObjectKey, JobInfo] = {}
     for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
@@ -253,7 +259,13 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
                 job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
             jobs[key] = job
         request = facts.request
+        if status is TaskStatus.PENDING:
+            # Pipelined by an earlier cycle's preemption: it holds the room being released for it.
+            node = state.nominated_node(pod)
+            status = TaskStatus.PIPELINED if node else status
         job.tasks.append(TaskInfo(pod_key, pod, key, request, status, node, facts.priority, facts.role))
+        if node and status is TaskStatus.PIPELINED:
+            pipelined.append(job.tasks[-1])
         job.priority = max(job.priority, facts.priority)
         if status in HOLDING:
             quantity.add(job.allocated, request)
@@ -263,12 +275,26 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
     return jobs
 
 
+def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
+    """A pipelined task takes its room on its node now, so nobody else uses what its victims
+    release; one whose node is gone waits as a pending task again."""
+    for task in pipelined:
+        node = snapshot.nodes.get(task.node)
+        if node is None:
+            task.status, task.node = TaskStatus.PENDING, ""
+            continue
+        quantity.add(node.idle, {k: -v for k, v in task.request.items()})
+        snapshot.touched.add(node.name)  # the next cycle's snapshot builds this node again
+        snapshot.pipelined.append(task)
+
+
 def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     memo = _memo(state)
     table = node_table(state, memo, config.ib_cluster_label)
     nodes = idle_nodes(state, memo, table)
     queues = _queues(state)
-    jobs = _jobs(state, config, memo)
+    pipelined: list[TaskInfo] = []
+    jobs = _jobs(state, config, memo, pipelined)
     forget_gone(memo, state.objects.get("Pod", {}))
     for job in jobs.values():
         if job.queue in queues:
@@ -277,6 +303,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     snapshot.largest = dict(table.largest)
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
+    _hold_pipelined(snapshot, pipelined)
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():
         members = snapshot.domain_nodes[where] = [nodes[n] for n in names]

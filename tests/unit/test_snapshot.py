@@ -12,7 +12,7 @@ from domain import snapshot
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.config import SchedulerConfig, from_mapping
 from tests import builders as b
 from tests.unit import test_engine as streams
 
@@ -66,6 +66,37 @@ def test_snapshot_plus_tail_equals_full_replay_at_every_cut(name: str) -> None:
         got += _feed(resumed, lines[cut:])
         assert got == want, cut
         assert snapshot.take(resumed) == want_state, cut
+
+
+def test_a_cut_while_a_preemptor_waits_for_its_victim_resumes_exactly() -> None:
+    """An eviction and the preemptor's pipelined node are state: a restore in between must keep
+    both, or the victim would be evicted again and the released room taken by someone else."""
+    config = from_mapping({"actions": "enqueue, allocate, preempt, backfill"})
+    lines = [
+        b.added(b.node("n", cpu="4")),
+        b.added(b.pod_group("low", phase="Running")),
+        b.added(b.pod("low-0", group="low", cpu="4", node_name="n", phase="Running", priority=1)),
+        b.added(b.pod_group("high")),
+        b.added(b.pod("high-0", group="high", cpu="4", priority=100)),
+        b.marker(1),
+        b.marker(2),
+        b.deleted(b.pod("low-0", group="low", cpu="4", node_name="n", phase="Running", priority=1, rv="2")),
+        b.marker(3),
+    ]
+    want = _feed(Engine(config, on_markers=lambda _: True), lines)
+    kinds = [(d.seq, d.kind.value, d.target.name, d.reason) for d in want]
+    assert kinds[:2] == [
+        (5, "Evict", "low-0", "preempt: for ns/high-0"),
+        (5, "PodGroupStatus", "high", "WaitingForPreemption"),
+    ]
+    assert (8, "Bind", "high-0", "Scheduled") in kinds
+    for cut in range(len(lines) + 1):
+        head = Engine(config, on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(config, on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut
 
 
 def test_a_snapshot_round_trips() -> None:

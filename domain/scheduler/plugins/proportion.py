@@ -32,7 +32,7 @@ def _requests(snapshot: Snapshot) -> dict[str, ResourceList]:
         if job.queue in out:
             quantity.add(out[job.queue], job.allocated)
             for task in job.tasks:
-                if task.status is TaskStatus.PENDING:
+                if task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
                     quantity.add(out[job.queue], task.request)
     return out
 
