@@ -87,13 +87,13 @@ def _nominate(
     strict = cq.spec.queueing_strategy == "StrictFIFO"
     failed: dict[tuple[object, ...], str] = {}  # shapes that did not fit this cycle, and why
     for index, info in enumerate(infos):
-        message = failed.get(info.shape())
+        message = failed.get(info.shape)
         if message is None:
             assignment = assign(snap, info, cq)
             if _can_go(snap, cq, info, assignment, fair):
                 node = snap.tree.queues[cq.metadata.name]
                 return Entry(info, cq, assignment, assignment.borrows(node))
-            message = failed[info.shape()] = assignment.message
+            message = failed[info.shape] = assignment.message
         box.status(info, waiting(info.view, PENDING, message), PENDING)
         if strict:
             message = f"Waiting behind the head of StrictFIFO ClusterQueue {cq.metadata.name}"

@@ -92,9 +92,9 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Map
 
 def _activation(box: Outbox, info: WorkloadInfo) -> None:
     view = info.view
-    if view.is_true("Finished"):
-        return
     evicted = view.condition("Evicted")
+    if info.obj.spec.active and evicted is None:
+        return
     if not info.obj.spec.active and not view.is_true("Evicted"):
         message = "The workload is deactivated"
         if info.holds_quota():

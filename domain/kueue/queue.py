@@ -4,6 +4,8 @@ Kueue's order (priority, then creation, then name)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
 from domain.kueue.workload_status import Outbox, waiting
 from domain.objects.kueue import ClusterQueue, LabelSelector
@@ -61,24 +63,32 @@ def resolve(snap: KueueSnapshot, info: WorkloadInfo) -> ClusterQueue | str:
 
 
 def is_waiting(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
-    """In a queue: active, not finished, without quota, and not backing off."""
+    """In a queue: active, without quota, and not backing off (the snapshot holds no finished workload)."""
     view = info.view
-    if not info.obj.spec.active or view.is_true("Finished") or view.is_true("QuotaReserved"):
+    if not info.obj.spec.active or view.is_true("QuotaReserved"):
         return False
     return view.requeue_at is None or view.requeue_at <= snap.clock
+
+
+def _order(info: WorkloadInfo) -> tuple[int, datetime, str]:
+    return info.order
 
 
 def waiting_by_queue(snap: KueueSnapshot, box: Outbox) -> dict[str, list[WorkloadInfo]]:
     """Each ClusterQueue's waiting workloads in queue order; those with no usable queue are told why."""
     queues: dict[str, list[WorkloadInfo]] = {}
+    resolved: dict[tuple[str, str], ClusterQueue | str] = {}  # (namespace, LocalQueue) -> resolve()
     for info in snap.workloads:
         if info.key in box.touched or not is_waiting(snap, info):
             continue
-        found = resolve(snap, info)
+        where = (info.obj.metadata.namespace, info.obj.spec.queue_name)
+        found = resolved.get(where)
+        if found is None:
+            found = resolved[where] = resolve(snap, info)
         if isinstance(found, str):
             box.status(info, waiting(info.view, INADMISSIBLE, found), INADMISSIBLE)
             continue
         queues.setdefault(found.metadata.name, []).append(info)
     for infos in queues.values():
-        infos.sort(key=WorkloadInfo.order)
+        infos.sort(key=_order)
     return queues

@@ -58,7 +58,9 @@ def admitted(view: WorkloadView, cluster_queue: str, admission: Mapping[str, Any
 
 
 def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
-    """Not admitted this cycle: QuotaReserved=False with why."""
+    """Not admitted this cycle: QuotaReserved=False with why (``view`` itself if it says so already)."""
+    if view.condition("QuotaReserved") == ("QuotaReserved", "False", reason, message):
+        return view
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
 
@@ -105,14 +107,14 @@ class Outbox:
 
     def status(self, info: WorkloadInfo, view: WorkloadView, reason: str) -> bool:
         """Write ``view`` if it differs from the workload's status; True if written."""
-        if view == info.view or info.key in self.touched:
+        if view is info.view or view == info.view or info.key in self.touched:
             return False
         state = self.snap.state
         if not state.decide_workload_status(info.obj, view, self.seq):
             return False
         self.touched.add(info.key)
         info.view = view
-        self.snap.status_changed()
+        self.snap.status_changed(info)
         fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": view.admission}
         if view.unhealthy_nodes:
             fields["unhealthyNodes"] = [{"name": n} for n in view.unhealthy_nodes]

@@ -15,7 +15,7 @@ in the very transition that makes it obsolete; no annotation carries it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -138,12 +138,20 @@ class WorkloadView:
     admission_checks: tuple[tuple[str, str], ...] = ()
     requeue_count: int = 0
     requeue_at: datetime | None = None
+    _by_type: dict[str, tuple[str, str, str, str]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_type: dict[str, tuple[str, str, str, str]] = {}
+        for c in self.conditions:
+            by_type.setdefault(c[0], c)
+        object.__setattr__(self, "_by_type", by_type)
 
     def is_true(self, condition: str) -> bool:
-        return any(t == condition and s == "True" for t, s, _, _ in self.conditions)
+        found = self._by_type.get(condition)
+        return found is not None and found[1] == "True"
 
     def condition(self, condition: str) -> tuple[str, str, str, str] | None:
-        return next((c for c in self.conditions if c[0] == condition), None)
+        return self._by_type.get(condition)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -16,6 +16,7 @@ from domain.engine import Engine
 from domain.events import parse_event
 from domain.kueue import snapshot
 from domain.lifecycle.workload import WorkloadView
+from domain.objects.kueue import Workload
 from domain.scheduler.config import SchedulerConfig
 from tests import builders as b
 
@@ -101,7 +102,8 @@ def _run(specs: Any, loads: Any, plan: Any, tas: bool, check: Any) -> None:
             failed += 1
             continue
         seconds += 1
-        before = {w.key: w.view for w in snapshot.take(state).workloads}
+        workloads = state.of_kind("Workload").items()
+        before = {key: state.workload_view(wl) for key, wl in workloads if isinstance(wl, Workload)}
         result = engine.handle(parse_event(b.marker(seconds)))
         check(engine, before, result.decisions)
 
