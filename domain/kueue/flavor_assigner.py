@@ -13,8 +13,9 @@ from typing import Any
 
 from domain.kueue import topology
 from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot, PodSetRequest, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import Placement
+from domain.kueue.workloads import PodSetRequest, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, PodSet, ResourceFlavor
 from domain.quantity import PODS, ResourceList, format_milli
 

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain.kueue import topology
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workload_status import Outbox
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
 from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts
 from domain.objects.kueue import PodSet

@@ -13,7 +13,8 @@ from typing import Any
 
 from domain import decisions
 from domain.decisions import Decision, DecisionKind, ObjectRef
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import Conditions, WorkloadView
 from domain.objects.meta import ObjectKey
 
