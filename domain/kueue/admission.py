@@ -119,7 +119,9 @@ def _process(
     info, cq = entry.info, entry.cq
     assignment = assign(snap, info, cq)
     if assignment.mode >= Mode.BORROW:
-        view = admitted(info.view, cq.metadata.name, assignment.admission(cq.metadata.name), _backoff_ended(info))
+        flavors = {f for psa in assignment.pod_sets for f in psa.flavors.values()}
+        admission = assignment.admission(cq.metadata.name)
+        view = admitted(info.view, cq.metadata.name, admission, _backoff_ended(info), cq.spec.checks_for(flavors))
         if box.status(info, view, "QuotaReserved"):
             snap.charge(info, +1)
             full = {p.name: p.per_pod for p in info.pod_sets}

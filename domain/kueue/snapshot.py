@@ -1,5 +1,5 @@
 """KueueSnapshot: the per-cycle picture of Kueue objects: flavors, topologies, the quota tree
-with the usage of every workload that holds quota, local queues, namespaces, and the live
+with the usage of every workload that holds quota, local queues, admission checks, namespaces, and the live
 workloads (``domain.kueue.workloads``: kept between cycles, filed by what the cycle asks).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from domain.kueue.quota import QuotaTree, build
 from domain.kueue.workloads import EPOCH, LocalQueueRef, WorkloadIndex, WorkloadInfo, index_of
-from domain.objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology
+from domain.objects.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology
 from domain.objects.meta import ObjectKey, key_of
 from domain.quantity import ResourceList
 from domain.state import ClusterState
@@ -26,6 +26,7 @@ class KueueSnapshot:
     queues: dict[str, ClusterQueue]
     cohorts: dict[str, Cohort]
     local_queues: dict[ObjectKey, LocalQueue]
+    admission_checks: dict[str, AdmissionCheck]
     namespaces: dict[str, dict[str, str]]
     workloads: WorkloadIndex
     tree: QuotaTree = field(init=False)
@@ -83,6 +84,7 @@ def take(state: ClusterState) -> KueueSnapshot:
         queues=named("ClusterQueue", ClusterQueue),
         cohorts=named("Cohort", Cohort),
         local_queues={key_of(o.metadata): o for o in state.of_kind("LocalQueue").values() if isinstance(o, LocalQueue)},
+        admission_checks=named("AdmissionCheck", AdmissionCheck),
         namespaces=namespaces,
         workloads=workloads,
     )

@@ -217,6 +217,12 @@ def assigned_hosts(admission: Mapping[str, Any] | None) -> frozenset[str]:
     return frozenset(hosts)
 
 
+def topology_pending(admission: Mapping[str, Any] | None) -> bool:
+    """A podSet's topology assignment was delayed (ProvisioningRequest) and is not made yet."""
+    psas = (admission or {}).get("podSetAssignments", ())
+    return any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+
+
 def needs_second_pass(view: WorkloadView) -> bool:
     """S3, Kueue's rule after #5585: only a workload that holds quota (so is not on hold,
     which is QuotaReserved=False/OnHold), is not Finished and not Evicted, and either waits for
@@ -225,12 +231,11 @@ def needs_second_pass(view: WorkloadView) -> bool:
     if view.is_true("Finished") or view.is_true("Evicted") or not view.is_true("QuotaReserved"):
         return False
     admitted = view.is_true("Admitted")
-    psas = (view.admission or {}).get("podSetAssignments", ())
     delayed = (
         not admitted
         and bool(view.admission_checks)
         and all(state == "Ready" for _, state in view.admission_checks)
-        and any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+        and topology_pending(view.admission)
     )
     failed = admitted and bool(set(view.unhealthy_nodes) & assigned_hosts(view.admission))
     return delayed or failed
