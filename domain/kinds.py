@@ -18,6 +18,7 @@ KubeObject = (
     | kueue.Cohort
     | kueue.ClusterQueue
     | kueue.LocalQueue
+    | kueue.AdmissionCheck
     | kueue.Workload
 )
 
@@ -42,6 +43,7 @@ KIND_TYPES: dict[tuple[str, str], type[KubeObject]] = {
     ("kueue.x-k8s.io", "Cohort"): kueue.Cohort,
     ("kueue.x-k8s.io", "ClusterQueue"): kueue.ClusterQueue,
     ("kueue.x-k8s.io", "LocalQueue"): kueue.LocalQueue,
+    ("kueue.x-k8s.io", "AdmissionCheck"): kueue.AdmissionCheck,
     ("kueue.x-k8s.io", "Workload"): kueue.Workload,
 }
 

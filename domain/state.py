@@ -58,9 +58,19 @@ class ClusterState:
     # Values derived from the objects above and memoised by the code that derives them (never
     # a fact of its own: dropping it changes no decision); not compared, printed or snapshotted.
     derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+    # Keys of the objects of a kind that watch events changed since the code memoising that
+    # kind last took them (``take_changed``); kept only for kinds someone takes. Derived too.
+    changed: dict[str, set[ObjectKey]] = field(default_factory=dict, repr=False, compare=False)
 
     def of_kind(self, kind: str) -> dict[ObjectKey, KubeObject]:
         return self.objects.setdefault(kind, {})
+
+    def take_changed(self, kind: str) -> set[ObjectKey]:
+        """The keys of ``kind`` changed (added, modified, deleted) since the last call; the
+        first call returns nothing and starts keeping them. For the one memo of that kind."""
+        keys = self.changed.get(kind, set())
+        self.changed[kind] = set()
+        return keys
 
     def pods(self) -> dict[ObjectKey, Pod]:
         return self.of_kind("Pod")  # type: ignore[return-value]
@@ -223,10 +233,16 @@ class ClusterState:
         return True
 
     def _forget(self, kind: str, key: ObjectKey, uid: str) -> None:
+        self._note_change(kind, key)
         self.of_kind(kind).pop(key, None)
         self.machines.get(kind, {}).pop(key, None)
         if uid:
             self.tombstones.add(uid)
+
+    def _note_change(self, kind: str, key: ObjectKey) -> None:
+        keys = self.changed.get(kind)
+        if keys is not None:
+            keys.add(key)
 
     def _apply_watch(self, event: WatchEvent, seq: int) -> None:
         obj = event.obj
@@ -269,6 +285,7 @@ class ClusterState:
                 if isinstance(current, Workload) and current.status != obj.status:
                     status.workload = None  # the cluster's newer status supersedes the one we decided
                 self._sync_second_pass(status, status.workload or workload.view_of(obj))
+        self._note_change(kind, key)
         self.of_kind(kind)[key] = obj
         if isinstance(obj, Pod) and obj.spec.node_name and status is not None:
             status.node = ""

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import WorkloadPhase
 
 DEACTIVATED = "Deactivated"
@@ -40,7 +41,7 @@ def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
         if info.view.is_true("Evicted") and not _has_running_pods(snap, info):
             _release(snap, box, info, settings)
     # 2. Deactivate inactive workloads; requeue reactivated ones.
-    for info in snap.workloads:
+    for info in snap.flagged():
         _activation(box, info)
     # 3. Drain HoldAndDrain ClusterQueues.
     for info in snap.holders():
@@ -92,8 +93,6 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Map
 
 def _activation(box: Outbox, info: WorkloadInfo) -> None:
     view = info.view
-    if view.is_true("Finished"):
-        return
     evicted = view.condition("Evicted")
     if not info.obj.spec.active and not view.is_true("Evicted"):
         message = "The workload is deactivated"

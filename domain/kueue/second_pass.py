@@ -1,4 +1,9 @@
-"""Second pass (SEEDS S3): TAS node-failure replacement for admitted workloads.
+"""Second pass (SEEDS S3): delayed topology placement and TAS node-failure replacement.
+
+A workload whose TAS podSets were reserved without a topology (a ProvisioningRequest check
+guards the flavor, see ``admission_checks``) gets it here once every check is Ready: the
+podSets are placed in live node capacity and the workload is admitted in the same write
+(``delayedTopologyRequest: Ready``); if they do not fit yet it keeps its quota and waits.
 
 A node fails when its DELETED event arrives or its Ready condition is False or Unknown. Every
 admitted workload whose topology assignment names a failed node lists it in
@@ -18,10 +23,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain.kueue import topology
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
-from domain.kueue.workload_status import Outbox
+from domain.kueue.admission_checks import admitted_message
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workload_status import Outbox, with_conditions
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
-from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts
+from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts, topology_pending
 from domain.objects.kueue import PodSet
 from domain.objects.meta import ObjectKey
 
@@ -31,10 +38,14 @@ def _failed(snap: KueueSnapshot, host: str) -> bool:
 
 
 def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
-    # 1. Re-place the pods of workloads marked in an earlier cycle.
+    # 1. Place delayed topologies whose checks are Ready; re-place the pods of failed nodes.
     for info in snap.holders():
         status = snap.state.status_of(info.obj)
-        if status is not None and status.needs_second_pass and info.key not in box.touched:
+        if status is None or not status.needs_second_pass or info.key in box.touched:
+            continue
+        if topology_pending(info.view.admission):
+            _place_delayed(snap, box, info)
+        else:
             _replace(snap, box, info, frozenset(status.unhealthy_nodes), fail_fast)
     # 2. Mark the failed (and unmark the recovered) nodes of admitted workloads.
     for info in snap.holders():
@@ -44,6 +55,37 @@ def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
         failed = tuple(sorted(h for h in assigned_hosts(view.admission) if _failed(snap, h)))
         if failed != view.unhealthy_nodes:
             box.status(info, dataclasses.replace(view, unhealthy_nodes=failed), "UnhealthyNodes")
+
+
+def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> None:
+    """Every check is Ready: place the delayed podSets and admit, in one write; if they do not
+    fit yet, the workload keeps its quota and is tried again next cycle."""
+    admission = dict(info.view.admission or {})
+    specs = {p.name: p for p in info.obj.spec.pod_sets}
+    requests = {p.name: p.per_pod for p in info.pod_sets}
+    assignments: list[dict[str, Any]] = []
+    placements: list[tuple[topology.Placement, str]] = []
+    for psa in admission.get("podSetAssignments", ()):
+        spec = specs.get(psa.get("name", ""))
+        if psa.get("delayedTopologyRequest") != "Pending" or psa.get("topologyAssignment") or spec is None:
+            assignments.append(dict(psa))
+            continue
+        flavor = next((snap.flavors.get(f) for f in (psa.get("flavors") or {}).values() if f in snap.flavors), None)
+        if flavor is None:
+            return
+        count = int(psa.get("count", spec.count))
+        found = topology.place(
+            snap, flavor, spec.template.spec, requests[spec.name], count=count, request=spec.topology_request
+        )
+        if isinstance(found, str):
+            return
+        assignments.append({**psa, "topologyAssignment": found.assignment, "delayedTopologyRequest": "Ready"})
+        placements.append((found, spec.name))
+    placed = {**admission, "podSetAssignments": assignments}
+    view = with_conditions(info.view, Admitted=admitted_message(info.admitted_to))
+    if box.status(info, dataclasses.replace(view, admission=placed), "Admitted"):
+        for placement, name in placements:
+            topology.reserve(snap, placement, requests[name])
 
 
 def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: frozenset[str], fail_fast: bool) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from domain import decisions
 from domain.decisions import Decision, DecisionKind, ObjectRef
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import Conditions, WorkloadView
 from domain.objects.meta import ObjectKey
 
@@ -43,22 +44,29 @@ def _previously(view: WorkloadView, condition: str) -> Update | None:
     return ("False", "QuotaReserved", f"Previously: {current[3]}")
 
 
-def admitted(view: WorkloadView, cluster_queue: str, admission: Mapping[str, Any], requeued: bool) -> WorkloadView:
-    """Quota reserved and admitted in one write; ``requeued`` when a backoff just ended."""
+def admitted(
+    view: WorkloadView, cluster_queue: str, admission: Mapping[str, Any], requeued: bool, checks: list[str]
+) -> WorkloadView:
+    """Quota reserved, and admitted in the same write unless admission ``checks`` must pass
+    first (they start Pending); ``requeued`` when a backoff just ended."""
     updates: dict[str, Update | None] = {
         "QuotaReserved": ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
-        "Admitted": ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}"),
         "Evicted": _previously(view, "Evicted"),
         "Preempted": _previously(view, "Preempted"),
     }
+    if not checks:
+        updates["Admitted"] = ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}")
     if requeued:
         updates["Requeued"] = ("True", "BackoffFinished", "The workload backoff was finished")
     updated = with_conditions(view, **updates)
-    return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=())
+    pending = tuple((name, "Pending") for name in checks)
+    return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=(), admission_checks=pending)
 
 
 def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
-    """Not admitted this cycle: QuotaReserved=False with why."""
+    """Not admitted this cycle: QuotaReserved=False with why (``view`` itself if it says so already)."""
+    if view.condition("QuotaReserved") == ("QuotaReserved", "False", reason, message):
+        return view
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
 
@@ -78,7 +86,10 @@ def released(view: WorkloadView, requeued: Update, count: int, at: datetime | No
         Admitted=("False", "NoReservation", "The workload has no reservation"),
         Requeued=requeued,
     )
-    return dataclasses.replace(updated, admission=None, unhealthy_nodes=(), requeue_count=count, requeue_at=at)
+    checks = tuple((name, "Pending") for name, _ in view.admission_checks)  # checks start over
+    return dataclasses.replace(
+        updated, admission=None, unhealthy_nodes=(), admission_checks=checks, requeue_count=count, requeue_at=at
+    )
 
 
 def iso(at: datetime) -> str:
@@ -105,15 +116,17 @@ class Outbox:
 
     def status(self, info: WorkloadInfo, view: WorkloadView, reason: str) -> bool:
         """Write ``view`` if it differs from the workload's status; True if written."""
-        if view == info.view or info.key in self.touched:
+        if view is info.view or view == info.view or info.key in self.touched:
             return False
         state = self.snap.state
         if not state.decide_workload_status(info.obj, view, self.seq):
             return False
         self.touched.add(info.key)
         info.view = view
-        self.snap.status_changed()
+        self.snap.status_changed(info)
         fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": view.admission}
+        if view.admission_checks:
+            fields["admissionChecks"] = [{"name": n, "state": s} for n, s in view.admission_checks]
         if view.unhealthy_nodes:
             fields["unhealthyNodes"] = [{"name": n} for n in view.unhealthy_nodes]
         if view.requeue_count or view.requeue_at:

@@ -15,7 +15,7 @@ in the very transition that makes it obsolete; no annotation carries it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -138,12 +138,20 @@ class WorkloadView:
     admission_checks: tuple[tuple[str, str], ...] = ()
     requeue_count: int = 0
     requeue_at: datetime | None = None
+    _by_type: dict[str, tuple[str, str, str, str]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_type: dict[str, tuple[str, str, str, str]] = {}
+        for c in self.conditions:
+            by_type.setdefault(c[0], c)
+        object.__setattr__(self, "_by_type", by_type)
 
     def is_true(self, condition: str) -> bool:
-        return any(t == condition and s == "True" for t, s, _, _ in self.conditions)
+        found = self._by_type.get(condition)
+        return found is not None and found[1] == "True"
 
     def condition(self, condition: str) -> tuple[str, str, str, str] | None:
-        return next((c for c in self.conditions if c[0] == condition), None)
+        return self._by_type.get(condition)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -209,6 +217,12 @@ def assigned_hosts(admission: Mapping[str, Any] | None) -> frozenset[str]:
     return frozenset(hosts)
 
 
+def topology_pending(admission: Mapping[str, Any] | None) -> bool:
+    """A podSet's topology assignment was delayed (ProvisioningRequest) and is not made yet."""
+    psas = (admission or {}).get("podSetAssignments", ())
+    return any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+
+
 def needs_second_pass(view: WorkloadView) -> bool:
     """S3, Kueue's rule after #5585: only a workload that holds quota (so is not on hold,
     which is QuotaReserved=False/OnHold), is not Finished and not Evicted, and either waits for
@@ -217,12 +231,11 @@ def needs_second_pass(view: WorkloadView) -> bool:
     if view.is_true("Finished") or view.is_true("Evicted") or not view.is_true("QuotaReserved"):
         return False
     admitted = view.is_true("Admitted")
-    psas = (view.admission or {}).get("podSetAssignments", ())
     delayed = (
         not admitted
         and bool(view.admission_checks)
         and all(state == "Ready" for _, state in view.admission_checks)
-        and any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+        and topology_pending(view.admission)
     )
     failed = admitted and bool(set(view.unhealthy_nodes) & assigned_hosts(view.admission))
     return delayed or failed
