@@ -21,19 +21,23 @@ Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 
 
 def starving(session: Session) -> list[JobInfo]:
-    """Admitted gangs in open queues that still have pending tasks needing resources, unless
-    their pipelined members already make up the gang (they wait for their victims to go)."""
+    """Admitted gangs in open queues with pending tasks needing resources whose placed and
+    pipelined members do not yet make up their minMember."""
     out = []
     for job in session.snapshot.jobs.values():
         queue = session.snapshot.queues.get(job.queue)
         if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
             continue
-        waiting = job.pipelined()
-        if waiting and job.placed() + len(waiting) >= job.min_member:
-            continue
+        if _has_minimum(job):
+            continue  # as upstream's gang: only a gang below its minMember starves, not its extra members
         if any(not t.is_best_effort for t in job.pending()) and session.job_valid(job) is None:
             out.append(job)
     return sorted(out, key=lambda j: (session.queue_key(session.snapshot.queues[j.queue]), session.job_key(j)))
+
+
+def _has_minimum(job: JobInfo) -> bool:
+    """Whether the gang's placed and pipelined members make up its minMember."""
+    return job.placed() + len(job.pipelined()) >= job.min_member
 
 
 def _releasing(session: Session, node: NodeInfo) -> dict[str, int]:
@@ -70,6 +74,8 @@ def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victim
     statement = Statement(session)
     evicted = False
     for task in sorted(job.pending(), key=session.task_key):
+        if _has_minimum(job):
+            break  # evict for the gang's minimum, never for the members beyond it
         if task.is_best_effort:
             continue
         allowed = victims(task, [c for c in candidates if c.status in EVICTABLE])
@@ -83,7 +89,7 @@ def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victim
             # Its room on the node is held from now on: no other preemptor counts it.
             statement.pipeline(task, node.name)
             break
-    if evicted and job.placed() + len(job.pipelined()) >= job.min_member:
+    if evicted and _has_minimum(job):
         statement.commit()
     else:
         statement.discard()

@@ -10,7 +10,7 @@ from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
-from domain.scheduler.snapshot import JobInfo, Snapshot, TaskInfo
+from domain.scheduler.snapshot import JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
 
 
 def over(amount: Mapping[str, int], limit: Mapping[str, int], dims: set[str] | None = None) -> list[str]:
@@ -36,6 +36,50 @@ def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
         free = {n: a - guarantees.get(n, 0) + queue.guarantee.get(n, 0) for n, a in snapshot.total.items()}
         out[name] = lower(queue.capability, free)
     return out
+
+
+def requests(snapshot: Snapshot) -> dict[str, ResourceList]:
+    """What each queue's jobs hold and still ask for (allocated, pending and pipelined tasks)."""
+    out: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
+    for job in snapshot.jobs.values():
+        if job.queue in out:
+            quantity.add(out[job.queue], job.allocated)
+            for task in job.tasks:
+                if task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+                    quantity.add(out[job.queue], task.request)
+    return out
+
+
+def water_fill(
+    queues: list[QueueInfo],
+    amount: Mapping[str, int],
+    request: Mapping[str, ResourceList],
+    real: Mapping[str, ResourceList],
+) -> dict[str, ResourceList]:
+    """Split ``amount`` among ``queues`` by weight, each never above what it asks for (the rest goes
+    round again to the others) nor its real capability, and never below its guarantee. Integer
+    milli-units, so every replay computes the same shares."""
+    deserved: dict[str, ResourceList] = {q.name: {} for q in queues}
+    remaining = dict(amount)
+    unmet = {q.name for q in queues}
+    while unmet and any(v > 0 for v in remaining.values()):
+        weights = sum(q.weight for q in queues if q.name in unmet)
+        if weights <= 0:
+            break
+        given: ResourceList = {}
+        for queue in (q for q in queues if q.name in unmet):
+            old = deserved[queue.name]
+            new = {n: old.get(n, 0) + remaining.get(n, 0) * queue.weight // weights for n in remaining}
+            new = {n: min(v, request[queue.name].get(n, 0)) for n, v in lower(new, real.get(queue.name, {})).items()}
+            new = {n: max(new.get(n, 0), queue.guarantee.get(n, 0)) for n in set(new) | set(queue.guarantee)}
+            quantity.add(given, {n: new.get(n, 0) - old.get(n, 0) for n in new})
+            deserved[queue.name] = new
+            if new == old or not over(request[queue.name], new):
+                unmet.discard(queue.name)
+        if not any(given.values()):
+            break
+        remaining = {n: a - given.get(n, 0) for n, a in remaining.items()}
+    return deserved
 
 
 def reclaimable_beyond_deserved(

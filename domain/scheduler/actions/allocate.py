@@ -67,9 +67,12 @@ def _place(session: Session, job: JobInfo, held: Statement) -> None:
     found = session.found
     if job.subgroups:
         attempt, verdicts = sub_placement.place(session, job)
-        if session.job_ready(job) is not None:
+        if attempt is None or session.job_ready(job) is not None:
             for verdict in verdicts:
                 found.refuse(job, verdict)
+        if attempt is None:  # no domain of the gang's hard topology holds its sub-gangs
+            _keep_waiting(session, held)
+            return
     elif job.topology is not None:
         attempt, verdict = placement.place_in_domain(session, job)
         if attempt is None and job.topology.hard and verdict is not None:
