@@ -16,7 +16,7 @@ from services.inputs import read_records
 from services.replay import replay_records
 from services.simulate import metrics
 from services.simulate.baselines import easy, fcfs
-from services.simulate.clock import wall
+from services.simulate.clock import marker_after, wall
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome, Timeline
 from services.traces.events import START
@@ -165,3 +165,11 @@ def test_bucket_means_agree_with_the_integral() -> None:
     means = line.means(0, 12, 7)
     width = 12 / 7
     assert means == pytest.approx([line.integral(i * width, (i + 1) * width) / width for i in range(7)])
+
+
+def test_a_marker_gets_no_second_marker_at_its_own_time() -> None:
+    # k * 0.1 / 0.1 is a hair under k for some k (43, 81, ...): the marker of period k must not
+    # fall again in period k, which ran 109 cycles at one instant of a Kueue-shape run.
+    assert 43 * 0.1 / 0.1 < 43
+    assert all(marker_after(k * 0.1, 0.1) == (k + 1) * 0.1 for k in range(2000))
+    assert marker_after(0.3, 0.1) == 4 * 0.1  # an event at k*period belongs to period k
