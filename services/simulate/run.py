@@ -53,20 +53,31 @@ class Result:
 
 
 def simulate(
-    trace: Trace, nodes: tuple[Node, ...], config: SchedulerConfig, out_dir: Path, *, period: float = 1.0
+    trace: Trace,
+    nodes: tuple[Node, ...],
+    config: SchedulerConfig,
+    out_dir: Path,
+    *,
+    period: float = 1.0,
+    scheduler: str = "volcano",
+    kueue_objects: list[dict[str, Any]] | None = None,
 ) -> Result:
-    """Run every policy on the trace and write ``out_dir``'s four files."""
+    """Run every policy on the trace and write ``out_dir``'s four files (``run_closed_loop``
+    says what ``scheduler`` and ``kueue_objects`` do)."""
     if not nodes:
         raise TraceError("no nodes to simulate on: give a node list with --nodes")
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "events.jsonl").open("wb") as events, (out_dir / "decisions.jsonl").open("wb") as decisions:
-        cluster = run_closed_loop(trace, nodes, config, events, decisions, period=period)
+        cluster = run_closed_loop(
+            trace, nodes, config, events, decisions, period=period, scheduler=scheduler, kueue_objects=kueue_objects
+        )
     outcomes = {POLICY: cluster.outcome} | {name: run(trace, nodes) for name, run in BASELINES.items()}
     computed = {name: metrics.compute(outcome) for name, outcome in outcomes.items()}
     document = {
         "trace": {"jobs": len(trace.jobs), "tasks": sum(job.tasks for job in trace.jobs), "nodes": len(nodes)},
         "simulation": {
             "period": period,
+            "scheduler": scheduler,
             "lines": cluster.lines,
             "decisions": dict(sorted(cluster.decided.items())),
             "decisions_not_applied": dict(sorted(cluster.ignored.items())),

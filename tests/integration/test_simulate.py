@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from services.cli import main
+from services.traces import kueue_shape
 from services.traces.native import write_native
 from tests.conftest import IN_CI
 from tests.shared_data import SHARED_DATA
@@ -68,6 +69,33 @@ def test_small_trace_through_the_command_line(tmp_path: Path) -> None:
     assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
     policies = json.loads((run / "metrics.json").read_text())["policies"]
     assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280]
+
+
+def test_kueue_workloads_through_the_command_line(tmp_path: Path) -> None:
+    # The Kueue shape at 2%: its queues file, Workloads admitted, run and finished, replayed.
+    shape = tmp_path / "shape"
+    kueue_shape.write(shape, 0.02)
+    run = simulate(
+        tmp_path,
+        *(str(shape / "jobs.jsonl"), "--nodes", str(shape / "nodes.jsonl"), "--queues", str(shape / "queues.yaml")),
+        "--period",
+        "0.1",
+    )
+    decisions = (run / "decisions.jsonl").read_bytes()
+    assert b'"WorkloadStatus"' in decisions
+    assert replayed(tmp_path, run) == decisions
+    document = json.loads((run / "metrics.json").read_text())
+    assert document["policies"]["schedstream"]["finished"] == document["trace"]["jobs"] == 300
+
+
+def test_scheduler_kueue_renders_a_volcano_trace_as_workloads(tmp_path: Path) -> None:
+    jobs, nodes = tmp_path / "jobs.jsonl", tmp_path / "nodes.jsonl"
+    write_native(SMALL, jobs, nodes)
+    run = simulate(tmp_path, str(jobs), "--nodes", str(nodes), "--scheduler", "kueue")
+    events = (run / "events.jsonl").read_bytes()
+    assert b'"kind":"PodGroup"' not in events
+    assert b'"kind":"ClusterQueue"' in events
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
 
 
 @pytest.mark.usefixtures("shared_data")
