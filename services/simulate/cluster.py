@@ -101,6 +101,7 @@ class SimCluster:
         self.groups: dict[str, SimGroup] = {}
         self.pods: dict[str, SimPod] = {}
         self.allocated: ResourceList = {}
+        self.queue_allocated: dict[str, ResourceList] = {}  # per job queue (Volcano Queue or LocalQueue)
         self.waiting = 0
         self.ignored: Counter[str] = Counter()
         capacity: ResourceList = {}
@@ -153,7 +154,7 @@ class SimCluster:
         return decisions
 
     def _track(self) -> None:
-        self.outcome.track(self.now, self.allocated, self.waiting)
+        self.outcome.track(self.now, self.allocated, self.waiting, self.queue_allocated)
 
     # -- objects ----------------------------------------------------------------------------
 
@@ -241,6 +242,7 @@ class SimCluster:
     def _bind(self, pod: SimPod, node: str) -> None:
         pod.node, pod.phase = node, "Running"
         add(self.allocated, pod.requests)
+        add(self.queue_allocated.setdefault(pod.job.queue, {}), pod.requests)
         self._emit("MODIFIED", self._pod_object(pod))
         group = self.groups[pod.job.id]
         running = sum(1 for other in group.pods if other.phase == "Running")
@@ -254,7 +256,9 @@ class SimCluster:
             self.queue.at(self.now + pod.job.duration, lambda: self._finish(pod, attempt))
 
     def _release(self, pod: SimPod) -> None:
-        add(self.allocated, {name: -amount for name, amount in pod.requests.items()})
+        freed = {name: -amount for name, amount in pod.requests.items()}
+        add(self.allocated, freed)
+        add(self.queue_allocated[pod.job.queue], freed)
 
     def _finish(self, pod: SimPod, attempt: int) -> None:
         if pod.attempt != attempt or pod.phase != "Running":

@@ -45,8 +45,7 @@ def run_closed_loop(
     cluster.add_queues(sorted({"default", *(job.queue for job in trace.jobs if not cluster.is_kueue(job))}))
     if kueue_jobs or kueue_objects:
         objects = quota.derived(kueue_jobs, nodes) if kueue_objects is None else kueue_objects
-        cluster.workloads = SimWorkloads(cluster, config.scheduler_name, config.ib_cluster_label)
-        cluster.workloads.flavor_labels = quota.flavor_labels(objects)
+        cluster.workloads = SimWorkloads(cluster, config.scheduler_name, config.ib_cluster_label, objects)
         cluster.add_objects(objects)
     for job in trace.jobs:
         cluster.queue.at(job.submit, partial(cluster.submit, job))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from domain.scheduler.config import SchedulerConfig
-from services.simulate import metrics, report
+from services.simulate import metrics, report, share
 from services.simulate.baselines import BASELINES
 from services.simulate.cluster import POLICY
 from services.simulate.loop import run_closed_loop
@@ -72,7 +72,12 @@ def simulate(
             trace, nodes, config, events, decisions, period=period, scheduler=scheduler, kueue_objects=kueue_objects
         )
     outcomes = {POLICY: cluster.outcome} | {name: run(trace, nodes) for name, run in BASELINES.items()}
-    computed = {name: metrics.compute(outcome) for name, outcome in outcomes.items()}
+    capacity = cluster.outcome.capacity
+    used = {job.queue for job in trace.jobs}
+    deserved = share.volcano({job.queue for job in trace.jobs if not cluster.is_kueue(job)}, capacity)
+    if cluster.workloads is not None:
+        deserved |= {q: s for q, s in share.kueue(cluster.workloads.objects, capacity).items() if q in used}
+    computed = {name: metrics.compute(outcome, deserved) for name, outcome in outcomes.items()}
     document = {
         "trace": {"jobs": len(trace.jobs), "tasks": sum(job.tasks for job in trace.jobs), "nodes": len(nodes)},
         "simulation": {

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from domain.decisions import Decision, DecisionKind
 from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.quantity import parse_milli
+from services.simulate import quota
 from services.simulate.clock import wall
 from services.simulate.cluster import SimPod
 from services.traces.events import pod_spec, workload_manifest
@@ -56,11 +57,12 @@ class Admitted:
 class SimWorkloads:
     """The Workloads of one simulated cluster, and their Jobs' pods."""
 
-    def __init__(self, cluster: SimCluster, scheduler_name: str, ib_label: str) -> None:
+    def __init__(self, cluster: SimCluster, scheduler_name: str, ib_label: str, objects: list[dict[str, Any]]) -> None:
         self.cluster = cluster
         self.scheduler_name = scheduler_name
         self.ib_label = ib_label
-        self.flavor_labels: dict[str, dict[str, str]] = {}
+        self.objects = objects  # the flavors and queues (``quota``), created by ``add_objects``
+        self.flavor_labels = quota.flavor_labels(objects)
 
     def _owner(self, job: Job) -> dict[str, Any]:
         uid = str(uuid.uuid5(_JOB_UIDS, f"{self.cluster.cluster}/{self.cluster.namespace}/{job.id}"))

@@ -147,6 +147,8 @@ def test_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> None:
         start = dom.index(f'<svg id="{chart}"')
         svg = dom[start : dom.index("</svg>", start)]
         assert svg.count('<polyline class="series"') == len(POLICIES), chart
+    shares = dom[dom.index('<table id="queue-shares"') : dom.index("</table>", dom.index('id="queue-shares"'))]
+    assert shares.count("<td>default</td>") == len(POLICIES) * 2  # cpu and memory, one queue, per policy
     shot = tmp_path / "report.png"
     subprocess.run(
         [*browser, f"--screenshot={shot}", "--window-size=1000,2000", page.as_uri()],

@@ -14,7 +14,8 @@ import pytest
 from domain.scheduler.config import SchedulerConfig
 from services.inputs import read_records
 from services.replay import replay_records
-from services.simulate import quota
+from services.simulate import metrics, quota, share
+from services.simulate.baselines import fcfs
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome
 from services.traces import kueue_shape
@@ -145,3 +146,15 @@ def test_kueue_shape_runs_closed_loop_and_replays(tmp_path: Path) -> None:
     outcome, events, decisions = closed_loop(trace, kueue_shape.queues(), period=0.1)
     assert all(record.end is not None for record in outcome.jobs.values())
     assert replayed(events, tmp_path) == decisions
+
+
+def test_queue_share_against_its_nominal_quota() -> None:
+    outcome, _, _ = closed_loop(KUEUE)
+    deserved = share.kueue(quota.derived(KUEUE.jobs, KUEUE.nodes), outcome.capacity)
+    assert deserved == {"team": {"cpu": 1.0, "memory": 0.0}}  # all 8 cpu; memory is not in its quota
+    team = metrics.compute(outcome, deserved)["queues"]["team"]
+    # cpu-seconds held over [0, 102]: low 4 x 100, mid 2 x (3 + 10), high 4 x 20
+    assert team["allocated"]["cpu"] == pytest.approx((400 + 26 + 80) / (8 * 102))
+    assert team["ratio"]["cpu"] == team["allocated"]["cpu"]
+    assert metrics.compute(fcfs(KUEUE, KUEUE.nodes), deserved)["queues"]["team"]["deserved"]["cpu"] == 1.0
+    assert share.volcano(["b", "a", "b"], {"cpu": 8000}) == {"a": {"cpu": 0.5}, "b": {"cpu": 0.5}}
