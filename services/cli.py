@@ -53,6 +53,7 @@ def replay(
 ) -> None:
     """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
     from services.inputs import read_records
+    from services.progress import bar
     from services.replay import StoreNotEmpty, replay_records
 
     settings = Settings.from_env()
@@ -68,7 +69,10 @@ def replay(
         with open(out_path, "wb") as out:
             if rejects_path:
                 rejects = open(rejects_path, "wb")  # noqa: SIM115 - closed below
-            summary = replay_records(records, out, config=config, rejects_out=rejects, db_url=db_url)
+            with bar("replay", len(records)) as progress:
+                summary = replay_records(
+                    records, out, config=config, rejects_out=rejects, db_url=db_url, progress=progress
+                )
     except OSError as exc:
         raise click.FileError(getattr(exc, "filename", None) or out_path, hint=exc.strerror or str(exc)) from None
     except StoreNotEmpty as exc:
@@ -184,6 +188,7 @@ def simulate(
     out_dir: Path,
 ) -> None:
     """Run TRACE on a simulated cluster under the scheduler and the FCFS and EASY baselines."""
+    from services.progress import bar
     from services.simulate import quota
     from services.simulate.metrics import table
     from services.simulate.run import load
@@ -194,9 +199,17 @@ def simulate(
     try:
         jobs, nodes = load(trace, fmt, nodes_path)  # type: ignore[arg-type]
         kueue_objects = quota.read(queues_path) if queues_path is not None else None
-        result = run_simulation(
-            jobs, nodes, config, out_dir, period=period, scheduler=scheduler, kueue_objects=kueue_objects
-        )
+        with bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
+            result = run_simulation(
+                jobs,
+                nodes,
+                config,
+                out_dir,
+                period=period,
+                scheduler=scheduler,
+                kueue_objects=kueue_objects,
+                progress=progress,
+            )
     except TraceError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any, BinaryIO
 
 from domain.scheduler.config import SchedulerConfig
+from services.progress import Report, silent
 from services.simulate import quota
 from services.simulate.clock import marker_after
 from services.simulate.cluster import SimCluster
@@ -32,11 +33,13 @@ def run_closed_loop(
     period: float = 1.0,
     scheduler: str = "volcano",
     kueue_objects: list[dict[str, Any]] | None = None,
+    progress: Report = silent,
 ) -> SimCluster:
     """Simulate the trace on ``nodes`` under ``config``; returns the cluster with its outcome.
 
     ``scheduler`` (volcano or kueue) takes the jobs that do not name their own; Kueue's
-    flavors and queues are ``kueue_objects``, by default ``quota.derived`` from those jobs."""
+    flavors and queues are ``kueue_objects``, by default ``quota.derived`` from those jobs.
+    ``progress`` hears after each marker how many jobs have arrived, and the simulated time."""
     if not period > 0:
         raise ValueError(f"period must be > 0, not {period!r}")
     cluster = SimCluster(nodes, config, events_out, decisions_out, scheduler=scheduler)
@@ -55,6 +58,7 @@ def run_closed_loop(
             marker = marker_after(cluster.changed_since, period)
             if upcoming is None or marker <= upcoming:
                 cluster.schedule(marker)
+                progress(len(cluster.outcome.jobs), f"simulated {marker:,.1f} s")
                 continue
         if upcoming is None:
             return cluster

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from domain.scheduler.config import SchedulerConfig
+from services.progress import Report, silent
 from services.simulate import metrics, report, share
 from services.simulate.baselines import BASELINES
 from services.simulate.cluster import POLICY
@@ -61,15 +62,24 @@ def simulate(
     period: float = 1.0,
     scheduler: str = "volcano",
     kueue_objects: list[dict[str, Any]] | None = None,
+    progress: Report = silent,
 ) -> Result:
     """Run every policy on the trace and write ``out_dir``'s four files (``run_closed_loop``
-    says what ``scheduler`` and ``kueue_objects`` do)."""
+    says what ``scheduler``, ``kueue_objects`` and ``progress`` do)."""
     if not nodes:
         raise TraceError("no nodes to simulate on: give a node list with --nodes")
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "events.jsonl").open("wb") as events, (out_dir / "decisions.jsonl").open("wb") as decisions:
         cluster = run_closed_loop(
-            trace, nodes, config, events, decisions, period=period, scheduler=scheduler, kueue_objects=kueue_objects
+            trace,
+            nodes,
+            config,
+            events,
+            decisions,
+            period=period,
+            scheduler=scheduler,
+            kueue_objects=kueue_objects,
+            progress=progress,
         )
     outcomes = {POLICY: cluster.outcome} | {name: run(trace, nodes) for name, run in BASELINES.items()}
     capacity = cluster.outcome.capacity
