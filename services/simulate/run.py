@@ -22,7 +22,7 @@ from services.simulate import metrics, report, share
 from services.simulate.baselines import BASELINES
 from services.simulate.cluster import POLICY
 from services.simulate.loop import run_closed_loop
-from services.traces.dlrm import read_dlrm
+from services.traces.dlrm import read_dlrm, sized_nodes
 from services.traces.model import Node, Trace, TraceError
 from services.traces.native import read_native, read_nodes
 from services.traces.openb import read_openb
@@ -34,16 +34,19 @@ FORMATS: tuple[Format, ...] = ("native", "openb", "dlrm", "swf")
 
 def load(path: Path, fmt: Format, nodes: Path | None) -> tuple[Trace, tuple[Node, ...]]:
     """The trace and the nodes to run it on: ``nodes`` is the openb node CSV for openb, a native
-    node list otherwise (for SWF it replaces the header's nodes)."""
+    node list otherwise (for SWF it replaces the header's nodes; DLRM without it runs on
+    ``dlrm.sized_nodes``)."""
     if fmt == "openb":
         trace = read_openb(path, nodes)
         return trace, trace.nodes
     if fmt == "native":
         trace = read_native(path, nodes)
         return trace, trace.nodes
-    trace = read_dlrm(path) if fmt == "dlrm" else read_swf(path)
-    chosen = read_nodes(nodes) if nodes is not None else trace.nodes
-    return trace, chosen
+    if fmt == "dlrm":
+        trace = read_dlrm(path)
+        return trace, read_nodes(nodes) if nodes is not None else sized_nodes(trace)
+    trace = read_swf(path)
+    return trace, read_nodes(nodes) if nodes is not None else trace.nodes
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
 DATA = SHARED_DATA
 OPENB_PODS = DATA / "openb_pod_list_default.csv"
 OPENB_NODES = DATA / "openb_node_list_all_node.csv"
+DLRM = DATA / "disaggregated_DLRM_trace.csv"
 POLICIES = ["schedstream", "fcfs", "easy"]
 CHARTS = ["utilisation-cpu", "utilisation-memory", "queue-length", "wait-cdf"]
 
@@ -69,6 +70,24 @@ def test_small_trace_through_the_command_line(tmp_path: Path) -> None:
     assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
     policies = json.loads((run / "metrics.json").read_text())["policies"]
     assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280]
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_dlrm_slice_end_to_end(tmp_path: Path) -> None:
+    # 300 instances created inside the trace window (file lines 7,282-7,581; the 7,280 before them
+    # existed when it began), on nodes sized for them: 4 GPU nodes, 71 CPU nodes.
+    lines = DLRM.read_text().splitlines()
+    trace = tmp_path / "dlrm.csv"
+    trace.write_text("\n".join([lines[0], *lines[7281:7581]]) + "\n")
+    run = simulate(tmp_path, str(trace), "--format", "dlrm", "--period", "60")
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
+    document = json.loads((run / "metrics.json").read_text())
+    assert document["trace"] == {"jobs": 300, "tasks": 300, "nodes": 75}
+    ours = document["policies"]["schedstream"]
+    assert ours["started"] == 300
+    assert ours["finished"] == 240  # 60 still ran when the trace ended
+    events = (run / "events.jsonl").read_text()
+    assert events.count('"kind":"Node","metadata":{"name":"dlrm-hn-') == 4
 
 
 def test_kueue_workloads_through_the_command_line(tmp_path: Path) -> None:
