@@ -14,7 +14,8 @@ second of wall time, queue usage (cpu-ms used / (nominal x elapsed ms), Kueue's 
 the average simulated wait from creation to admission per class, with the CPU time of the
 process (steadier than wall time on a shared machine) and a digest of every decision (equal
 digests: the same decisions). ``--scale`` shrinks the per-queue counts (1.0 = the 15,000
-workloads of the baseline).
+workloads of the baseline). The shape's numbers are services/traces/kueue_shape.py's, which
+also runs it through ``schedstream simulate``.
 
     python -m bench.kueue [--scale 0.1] [--period 100]
 """
@@ -26,35 +27,17 @@ import hashlib
 import heapq
 import json
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
+from services.traces.kueue_shape import CLASSES, COHORTS, NOMINAL, QUEUES_PER_COHORT, WorkloadClass
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 API = "kueue.x-k8s.io/v1beta2"
-COHORTS, QUEUES_PER_COHORT, NOMINAL = 5, 6, 20
 LIMIT_MS = 3_600_000  # give up after an hour of scheduler clock
-
-
-@dataclass(frozen=True)
-class WorkloadClass:
-    name: str
-    count: int
-    every_ms: int
-    runtime_ms: int
-    priority: int
-    cpu: int
-
-
-CLASSES = (
-    WorkloadClass("small", 350, 100, 200, 50, 1),
-    WorkloadClass("medium", 100, 500, 500, 100, 5),
-    WorkloadClass("large", 50, 1200, 1000, 200, 20),
-)
 
 
 def _at(ms: int) -> str:
