@@ -168,6 +168,8 @@ class Ledger:
                 quantity.add(self.inqueue[name], delta)
 
     def enqueue_shortfall(self, job: JobInfo, name: str, limit: Mapping[str, int]) -> list[str]:
-        """Resources where the job's minimum would push queue ``name`` past ``limit``."""
-        need = quantity.sum_lists([job.min_resources or {}, self.used[name], self.inqueue[name]])
-        return over(need, limit, set(job.min_resources or {}) - {quantity.PODS})
+        """Resources the job's minimum asks for where it would push queue ``name`` past ``limit``
+        (a resource it asks none of, as "0G", is not checked: upstream's LessEqualWithDimension)."""
+        minimum = job.min_resources or {}
+        need = quantity.sum_lists([minimum, self.used[name], self.inqueue[name]])
+        return over(need, limit, {n for n, a in minimum.items() if a > 0} - {quantity.PODS})
