@@ -59,6 +59,7 @@ class QueueGuarantee(Struct, rename="camel", frozen=True, kw_only=True):
 class QueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     parent: str = ""
     weight: int = 1
+    priority: int = 0
     capability: dict[str, Quantity] = {}
     deserved: dict[str, Quantity] = {}
     guarantee: QueueGuarantee = QueueGuarantee()

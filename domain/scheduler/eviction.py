@@ -1,6 +1,7 @@
 """Eviction: the shared mechanics of the preempt and reclaim actions. Which gangs starve, and
 how victims are chosen on a node (cheapest first, only until the task fits, resources of pods
-already on their way out counted as free) so that the set of victims stays small.
+already on their way out counted as free) so that the set of victims stays small. A pod
+annotated (or labelled) ``volcano.sh/preemptable: "false"`` is never a victim, as upstream.
 
 The preemptor's tasks are pipelined onto the nodes being released (Volcano's Pipelined): each
 holds its room there from now on, so no other job, in this cycle or a later one, takes what
@@ -17,6 +18,7 @@ from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
 
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+PREEMPTABLE = "volcano.sh/preemptable"
 Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 
 
@@ -33,6 +35,19 @@ def starving(session: Session) -> list[JobInfo]:
         if any(not t.is_best_effort for t in job.pending()) and session.job_valid(job) is None:
             out.append(job)
     return sorted(out, key=lambda j: (session.queue_key(session.snapshot.queues[j.queue]), session.job_key(j)))
+
+
+def is_preemptable(task: TaskInfo) -> bool:
+    """The pod's ``volcano.sh/preemptable`` (annotation first, then label); true when unset,
+    false when it is not a boolean (upstream's GetPodPreemptable)."""
+    meta = task.pod.metadata
+    value = meta.annotations.get(PREEMPTABLE, meta.labels.get(PREEMPTABLE))
+    if value is None:
+        return True
+    return value in _TRUE
+
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool reads as true
 
 
 def _has_minimum(job: JobInfo) -> bool:
@@ -78,9 +93,11 @@ def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victim
             break  # evict for the gang's minimum, never for the members beyond it
         if task.is_best_effort:
             continue
-        allowed = victims(task, [c for c in candidates if c.status in EVICTABLE])
         for node in session.snapshot.nodes.values():
-            chosen = _victims_on(session, task, node, allowed)
+            # The plugins judge each node's candidates on their own, as upstream asks them per node:
+            # a victim on a node where the task cannot fit must not use up its queue's spare share.
+            on_node = [c for c in candidates if c.node == node.name and c.status in EVICTABLE and is_preemptable(c)]
+            chosen = _victims_on(session, task, node, victims(task, on_node) if on_node else [])
             if chosen is None:
                 continue
             for victim in chosen:

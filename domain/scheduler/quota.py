@@ -82,17 +82,28 @@ def water_fill(
     return deserved
 
 
+def priority(queue: QueueInfo) -> float:
+    """The first key of a queue order: a queue of higher ``spec.priority`` goes first, whatever its
+    share (upstream's proportion and capacity order)."""
+    return -float(queue.queue.spec.priority) if queue.queue is not None else 0.0
+
+
 def reclaimable_beyond_deserved(
     snapshot: Snapshot,
     used: Mapping[str, ResourceList],
     reclaimer: TaskInfo,
     candidates: list[TaskInfo],
     deserved: Callable[[str], Mapping[str, int]],
+    *,
+    partly: bool = False,
 ) -> list[TaskInfo]:
     """Volcano's reclaim rule, for proportion and capacity alike: a queue gives back only what it
-    holds beyond its deserved share, and only to a queue that is below its own."""
+    holds beyond its deserved share, and only to a queue that stays within its own with the task
+    (on every resource the task asks for, or with ``partly`` on at least one, as capacity has it)."""
     mine = snapshot.jobs[reclaimer.job].queue
-    if over(quantity.sum_lists([used[mine], reclaimer.request]), deserved(mine), requested(reclaimer)):
+    dims = requested(reclaimer)
+    short = over(quantity.sum_lists([used[mine], reclaimer.request]), deserved(mine), dims)
+    if short and not (partly and len(short) < len(dims)):
         return []
     spare = {name: dict(amount) for name, amount in used.items()}
     out = []
@@ -157,6 +168,8 @@ class Ledger:
                 quantity.add(self.inqueue[name], delta)
 
     def enqueue_shortfall(self, job: JobInfo, name: str, limit: Mapping[str, int]) -> list[str]:
-        """Resources where the job's minimum would push queue ``name`` past ``limit``."""
-        need = quantity.sum_lists([job.min_resources or {}, self.used[name], self.inqueue[name]])
-        return over(need, limit, set(job.min_resources or {}) - {quantity.PODS})
+        """Resources the job's minimum asks for where it would push queue ``name`` past ``limit``
+        (a resource it asks none of, as "0G", is not checked: upstream's LessEqualWithDimension)."""
+        minimum = job.min_resources or {}
+        need = quantity.sum_lists([minimum, self.used[name], self.inqueue[name]])
+        return over(need, limit, {n for n, a in minimum.items() if a > 0} - {quantity.PODS})

@@ -22,6 +22,7 @@ from domain.scheduler.quota import (
     describe,
     lower,
     over,
+    priority,
     real_capabilities,
     reclaimable_beyond_deserved,
     requested,
@@ -115,9 +116,9 @@ def build(options: Mapping[str, object]) -> Plugin:
 
         def order(queue: QueueInfo) -> Key:
             if not hierarchy:
-                return share(queue.name)
+                return priority(queue), *share(queue.name)
             path = paths[queue.name]
-            return tuple(v for name in path for v in share(name)) + (0.0, 0.0) * (depth - len(path))
+            return priority(queue), *(v for name in path for v in share(name)), *(0.0, 0.0) * (depth - len(path))
 
         def limits(queue: str) -> list[tuple[str, ResourceList]]:
             # A queue not reachable from root in the tree has no limits of its own: it is unbounded.
@@ -143,7 +144,7 @@ def build(options: Mapping[str, object]) -> Plugin:
 
         def reclaimable(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
             return reclaimable_beyond_deserved(
-                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved(snapshot.queues[name])
+                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved(snapshot.queues[name]), partly=True
             )
 
         session.add_queue_order(NAME, order)

@@ -15,6 +15,7 @@ from domain.scheduler.quota import (
     Ledger,
     describe,
     over,
+    priority,
     real_capabilities,
     reclaimable_beyond_deserved,
     requested,
@@ -47,7 +48,7 @@ def build(options: Mapping[str, object]) -> Plugin:
         deserved = deserved_shares(snapshot, real)
 
         def order(queue: QueueInfo) -> Key:
-            return (share(ledger.used[queue.name], deserved.get(queue.name, {})),)
+            return priority(queue), share(ledger.used[queue.name], deserved.get(queue.name, {}))
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> Verdict | None:
             future = quantity.sum_lists([ledger.used[queue.name], task.request])
