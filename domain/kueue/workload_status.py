@@ -16,8 +16,10 @@ from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import Conditions, WorkloadView
+from domain.objects import topology_assignment
 from domain.objects.meta import ObjectKey
 
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
 Update = tuple[str, str, str]
 """(status, reason, message) of one condition."""
 
@@ -101,6 +103,19 @@ def _eviction_message(view: WorkloadView) -> str:
     return condition[3] if condition is not None else "The workload was evicted"
 
 
+def _admission_json(admission: Mapping[str, Any] | None, api_version: str) -> Mapping[str, Any] | None:
+    """The admission as the workload's API version spells it: v1beta2 compresses topology assignments."""
+    if admission is None or api_version != V1BETA2:
+        return admission
+    assignments = [
+        {**p, "topologyAssignment": topology_assignment.to_slices(p["topologyAssignment"])}
+        if p.get("topologyAssignment")
+        else p
+        for p in admission.get("podSetAssignments") or ()
+    ]
+    return {**admission, "podSetAssignments": assignments}
+
+
 def _conditions_json(conditions: Conditions) -> list[dict[str, str]]:
     return [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]
 
@@ -124,7 +139,8 @@ class Outbox:
         self.touched.add(info.key)
         info.view = view
         self.snap.status_changed(info)
-        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": view.admission}
+        admission = _admission_json(view.admission, info.obj.api_version)
+        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": admission}
         if view.admission_checks:
             fields["admissionChecks"] = [{"name": n, "state": s} for n, s in view.admission_checks]
         if view.unhealthy_nodes:
