@@ -61,7 +61,7 @@ def _compress(values: Sequence[str]) -> dict[str, Any]:
     shortest = min(len(v) for v in values)
     prefix = _common_prefix(values)[: max(shortest - 1, 0)]  # every root keeps a character
     rest = [v[len(prefix) :] for v in values]
-    suffix = _common_prefix([r[::-1] for r in rest])[::-1][: max(shortest - len(prefix) - 1, 0)]
+    suffix = _common_prefix([r[::-1] for r in rest])[: max(shortest - len(prefix) - 1, 0)][::-1]
     compressed: dict[str, Any] = {}
     if prefix:
         compressed["prefix"] = prefix

@@ -83,3 +83,11 @@ def test_writing_then_reading_gives_the_same_domains(domains: list[tuple[str, st
         "domains": [{"values": [rack, host], "count": count} for rack, host, count in domains],
     }
     assert to_domains(to_slices(v1beta1)) == v1beta1
+
+
+def test_a_common_suffix_is_kept_whole() -> None:
+    # Found by the property above: the suffix was cut from the wrong end ("1a" and "a1a" share "1a").
+    v1beta1 = {"levels": [HOST], "domains": [{"values": ["1a"], "count": 1}, {"values": ["a1a"], "count": 1}]}
+    written = to_slices(v1beta1)
+    assert written["slices"][0]["valuesPerLevel"] == [{"suffix": "a", "roots": ["1", "a1"]}]
+    assert to_domains(written) == v1beta1
