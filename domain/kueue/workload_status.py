@@ -72,11 +72,11 @@ def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
 
-def evicted(view: WorkloadView, reason: str, message: str, preempted: Update | None = None) -> WorkloadView:
-    """Phase one of a release: Evicted=True; the quota stays reserved until the pods are gone."""
-    updated = with_conditions(view, Evicted=("True", reason, message))
-    if preempted is not None:
-        updated = with_conditions(updated, Preempted=preempted)
+def evicted(view: WorkloadView, reason: str, message: str, **conditions: Update | None) -> WorkloadView:
+    """Phase one of a release: Evicted=True, and the other ``conditions`` given (those that are
+    not None) that tell its cause; the quota stays reserved until the pods are gone."""
+    causes = {name: update for name, update in conditions.items() if update is not None}
+    updated = with_conditions(view, Evicted=("True", reason, message), **causes)
     return dataclasses.replace(updated, unhealthy_nodes=())
 
 
@@ -154,10 +154,18 @@ class Outbox:
         return True
 
     def evict(
-        self, info: WorkloadInfo, reason: str, message: str, preempted: Update | None = None, **extra: str
+        self,
+        info: WorkloadInfo,
+        reason: str,
+        message: str,
+        preempted: Update | None = None,
+        cause: tuple[str, Update] | None = None,
+        **extra: str,
     ) -> bool:
-        """Evict a workload that holds quota: its Evicted status, then the ``Evict`` decision."""
-        if not self.status(info, evicted(info.view, reason, message, preempted), reason):
+        """Evict a workload that holds quota: its Evicted status (with ``Preempted``, or the
+        condition named by ``cause``, in the same write), then the ``Evict`` decision."""
+        conditions = {"Preempted": preempted, **dict([cause] if cause else [])}
+        if not self.status(info, evicted(info.view, reason, message, **conditions), reason):
             return False
         ref = ObjectRef.of(info.obj)
         self.out.append(

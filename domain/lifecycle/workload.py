@@ -25,6 +25,7 @@ from domain.objects import topology_assignment
 from domain.objects.kueue import Workload
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+DEACTIVATION_TARGET = "DeactivationTarget"
 Conditions = tuple[tuple[str, str, str, str], ...]
 """((type, status, reason, message), ...) in a fixed order, compared for change detection."""
 
@@ -205,11 +206,18 @@ def _with_domains(admission: Mapping[str, Any] | None) -> Mapping[str, Any] | No
     return {**(admission or {}), "podSetAssignments": assignments}
 
 
+def is_active(active: bool, view: WorkloadView) -> bool:
+    """``spec.active``, unless the status asks for deactivation (``DeactivationTarget=True``,
+    e.g. a rejected admission check): Kueue would set spec.active=false, which we cannot write,
+    so the condition stands for it until the cluster shows a status without it."""
+    return active and not view.is_true(DEACTIVATION_TARGET)
+
+
 def fact_of(active: bool, view: WorkloadView) -> WorkloadFact:
     """The fact a status shows, in Kueue's precedence."""
     if view.is_true("Finished"):
         return F.OBSERVED_FINISHED
-    if not active:
+    if not is_active(active, view):
         return F.OBSERVED_DEACTIVATED
     for condition, fact in _PRECEDENCE:
         if view.is_true(condition):
