@@ -180,6 +180,14 @@ class ClusterState:
         holds = status.phase in workload.HOLDS_QUOTA
         status.unhealthy_nodes = view.unhealthy_nodes if holds else ()
         status.needs_second_pass = holds and workload.needs_second_pass(view)
+        if not status.needs_second_pass:  # its backoff ends with the need
+            status.second_pass_failures, status.second_pass_at = 0, None
+
+    def decide_second_pass_backoff(self, wl: Workload, failures: int, at: datetime) -> None:
+        """Fold a failed second pass (S3): ``failures`` so far; the next waits for ``at``."""
+        status = self.status_of(wl)
+        if status is not None and status.needs_second_pass:
+            status.second_pass_failures, status.second_pass_at = failures, at
 
     def decide_evict(self, pod: Pod) -> bool:
         """Record an Evict decision; False when the pod was evicted already."""

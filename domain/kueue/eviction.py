@@ -20,7 +20,7 @@ from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
 from domain.kueue.workloads import WorkloadInfo
-from domain.lifecycle.workload import WorkloadPhase
+from domain.lifecycle.workload import WorkloadPhase, is_active
 
 DEACTIVATED = "Deactivated"
 _BACKOFF = frozenset({"PodsReadyTimeout"})
@@ -94,18 +94,14 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Map
 def _activation(box: Outbox, info: WorkloadInfo) -> None:
     view = info.view
     evicted = view.condition("Evicted")
-    if not info.obj.spec.active and not view.is_true("Evicted"):
+    active = is_active(info.obj.spec.active, view)
+    if not active and not view.is_true("Evicted"):
         message = "The workload is deactivated"
         if info.holds_quota():
             box.evict(info, DEACTIVATED, message)
         else:
             box.status(info, with_conditions(view, Evicted=("True", DEACTIVATED, message)), DEACTIVATED)
-    elif (
-        info.obj.spec.active
-        and evicted is not None
-        and evicted[1:3] == ("True", DEACTIVATED)
-        and not info.holds_quota()
-    ):
+    elif active and evicted is not None and evicted[1:3] == ("True", DEACTIVATED) and not info.holds_quota():
         reactivated = with_conditions(
             view,
             Evicted=("False", "Reactivated", "The workload was reactivated"),

@@ -16,8 +16,10 @@ from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import Conditions, WorkloadView
+from domain.objects import topology_assignment
 from domain.objects.meta import ObjectKey
 
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
 Update = tuple[str, str, str]
 """(status, reason, message) of one condition."""
 
@@ -70,11 +72,11 @@ def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
 
-def evicted(view: WorkloadView, reason: str, message: str, preempted: Update | None = None) -> WorkloadView:
-    """Phase one of a release: Evicted=True; the quota stays reserved until the pods are gone."""
-    updated = with_conditions(view, Evicted=("True", reason, message))
-    if preempted is not None:
-        updated = with_conditions(updated, Preempted=preempted)
+def evicted(view: WorkloadView, reason: str, message: str, **conditions: Update | None) -> WorkloadView:
+    """Phase one of a release: Evicted=True, and the other ``conditions`` given (those that are
+    not None) that tell its cause; the quota stays reserved until the pods are gone."""
+    causes = {name: update for name, update in conditions.items() if update is not None}
+    updated = with_conditions(view, Evicted=("True", reason, message), **causes)
     return dataclasses.replace(updated, unhealthy_nodes=())
 
 
@@ -101,6 +103,19 @@ def _eviction_message(view: WorkloadView) -> str:
     return condition[3] if condition is not None else "The workload was evicted"
 
 
+def _admission_json(admission: Mapping[str, Any] | None, api_version: str) -> Mapping[str, Any] | None:
+    """The admission as the workload's API version spells it: v1beta2 compresses topology assignments."""
+    if admission is None or api_version != V1BETA2:
+        return admission
+    assignments = [
+        {**p, "topologyAssignment": topology_assignment.to_slices(p["topologyAssignment"])}
+        if p.get("topologyAssignment")
+        else p
+        for p in admission.get("podSetAssignments") or ()
+    ]
+    return {**admission, "podSetAssignments": assignments}
+
+
 def _conditions_json(conditions: Conditions) -> list[dict[str, str]]:
     return [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]
 
@@ -124,7 +139,8 @@ class Outbox:
         self.touched.add(info.key)
         info.view = view
         self.snap.status_changed(info)
-        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": view.admission}
+        admission = _admission_json(view.admission, info.obj.api_version)
+        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": admission}
         if view.admission_checks:
             fields["admissionChecks"] = [{"name": n, "state": s} for n, s in view.admission_checks]
         if view.unhealthy_nodes:
@@ -138,10 +154,18 @@ class Outbox:
         return True
 
     def evict(
-        self, info: WorkloadInfo, reason: str, message: str, preempted: Update | None = None, **extra: str
+        self,
+        info: WorkloadInfo,
+        reason: str,
+        message: str,
+        preempted: Update | None = None,
+        cause: tuple[str, Update] | None = None,
+        **extra: str,
     ) -> bool:
-        """Evict a workload that holds quota: its Evicted status, then the ``Evict`` decision."""
-        if not self.status(info, evicted(info.view, reason, message, preempted), reason):
+        """Evict a workload that holds quota: its Evicted status (with ``Preempted``, or the
+        condition named by ``cause``, in the same write), then the ``Evict`` decision."""
+        conditions = {"Preempted": preempted, **dict([cause] if cause else [])}
+        if not self.status(info, evicted(info.view, reason, message, **conditions), reason):
             return False
         ref = ObjectRef.of(info.obj)
         self.out.append(

@@ -19,7 +19,7 @@ from typing import Any
 
 from domain import quantity
 from domain.kueue.quota import FlavorResource
-from domain.lifecycle.workload import WorkloadView
+from domain.lifecycle.workload import WorkloadView, is_active
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
@@ -191,7 +191,8 @@ class WorkloadIndex:
 
 def _filing(info: WorkloadInfo) -> tuple[bool, bool, bool]:
     """(holds quota, queued: active without quota, flagged: inactive or with an Evicted condition)."""
-    active, view = info.obj.spec.active, info.view
+    view = info.view
+    active = is_active(info.obj.spec.active, view)
     return (
         info.holds_quota(),
         active and not view.is_true("QuotaReserved"),

@@ -6,7 +6,8 @@ illegal fact it refused, the node we bound a pod to until the cluster confirms i
 it is pipelined onto while preemption releases room there), the last
 PodGroup status we decided, the most tasks a gang ever had (S1), the last Workload status we
 decided, and a workload's need for a second pass with the nodes that failed under it (S3),
-derived from that status.
+derived from that status, with the failed attempts of that second pass and when it may be
+tried again (its backoff on the scheduler clock).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class MachineStatus:
     queue_reported: QueueStatusView | None = None  # Queue: the last status we decided
     workload: WorkloadView | None = None  # Workload: the last status we decided, until the cluster shows a newer one
     nominated: str = ""  # Pod: pipelined onto this node, whose resources preemption is releasing, until it binds
+    second_pass_failures: int = 0  # Workload: failed second-pass attempts since it needs one (S3)
+    second_pass_at: datetime | None = None  # Workload: the next second pass waits for this clock (backoff)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (snapshot format version 1)."""
@@ -63,6 +66,8 @@ class MachineStatus:
             "rejected": self.rejected,
             "queueReported": None if self.queue_reported is None else [self.queue_reported[0], self.queue_reported[1]],
             "nominated": self.nominated,
+            "secondPassFailures": self.second_pass_failures,
+            "secondPassAt": self.second_pass_at.isoformat() if self.second_pass_at else None,
         }
 
     @classmethod
@@ -86,4 +91,6 @@ class MachineStatus:
             rejected=data.get("rejected", ""),
             queue_reported=None if queue_view is None else (queue_view[0], tuple((n, a) for n, a in queue_view[1])),
             nominated=data.get("nominated", ""),
+            second_pass_failures=data.get("secondPassFailures", 0),
+            second_pass_at=datetime.fromisoformat(data["secondPassAt"]) if data.get("secondPassAt") else None,
         )

@@ -21,9 +21,11 @@ from enum import StrEnum
 from typing import Any
 
 from domain.lifecycle.table import Lifecycle, Row
+from domain.objects import topology_assignment
 from domain.objects.kueue import Workload
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+DEACTIVATION_TARGET = "DeactivationTarget"
 Conditions = tuple[tuple[str, str, str, str], ...]
 """((type, status, reason, message), ...) in a fixed order, compared for change detection."""
 
@@ -176,13 +178,13 @@ class WorkloadView:
 
 
 def view_of(workload: Workload) -> WorkloadView:
-    """The status the cluster holds for ``workload``."""
+    """The status the cluster holds for ``workload`` (its topology assignments in the v1beta1 form)."""
     status = workload.status
     requeue = status.requeue_state or {}
     requeue_at = requeue.get("requeueAt")
     return WorkloadView(
         conditions=tuple((c.type, c.status, c.reason, c.message) for c in status.conditions),
-        admission=status.admission,
+        admission=_with_domains(status.admission),
         unhealthy_nodes=tuple(str(n.get("name", "")) for n in status.unhealthy_nodes),
         admission_checks=tuple((str(c.get("name", "")), str(c.get("state", ""))) for c in status.admission_checks),
         requeue_count=int(requeue.get("count") or 0),
@@ -190,11 +192,32 @@ def view_of(workload: Workload) -> WorkloadView:
     )
 
 
+def _with_domains(admission: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``admission`` with every topology assignment in the v1beta1 form (v1beta2 sends slices)."""
+    psas = (admission or {}).get("podSetAssignments") or ()
+    if not any("slices" in (p.get("topologyAssignment") or {}) for p in psas):
+        return admission
+    assignments = [
+        {**p, "topologyAssignment": topology_assignment.to_domains(p["topologyAssignment"])}
+        if p.get("topologyAssignment")
+        else p
+        for p in psas
+    ]
+    return {**(admission or {}), "podSetAssignments": assignments}
+
+
+def is_active(active: bool, view: WorkloadView) -> bool:
+    """``spec.active``, unless the status asks for deactivation (``DeactivationTarget=True``,
+    e.g. a rejected admission check): Kueue would set spec.active=false, which we cannot write,
+    so the condition stands for it until the cluster shows a status without it."""
+    return active and not view.is_true(DEACTIVATION_TARGET)
+
+
 def fact_of(active: bool, view: WorkloadView) -> WorkloadFact:
     """The fact a status shows, in Kueue's precedence."""
     if view.is_true("Finished"):
         return F.OBSERVED_FINISHED
-    if not active:
+    if not is_active(active, view):
         return F.OBSERVED_DEACTIVATED
     for condition, fact in _PRECEDENCE:
         if view.is_true(condition):

@@ -42,6 +42,12 @@ _KUEUE_KEYS: dict[str, frozenset[str] | None] = {
     "waitForPodsReady": frozenset({"enable", "timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}),
     "failFast": None,
 }
+# Kueue accepts one strategy, or both in this order (its configuration validation).
+_PREEMPTION_STRATEGIES = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
 
 
 class ConfigError(ValueError):
@@ -111,7 +117,25 @@ def _kueue(kueue: Any) -> Mapping[str, Any]:
             if not isinstance(value, Mapping):
                 raise ConfigError(f"'kueue.{key}' must be a mapping")
             _unknown("key", value, allowed, f"'kueue.{key}'")
+    _preemption_strategies((kueue.get("fairSharing") or {}).get("preemptionStrategies"))
     return kueue
+
+
+def _preemption_strategies(value: Any) -> None:
+    if value is None or value == []:  # Kueue's default: both, in order
+        return
+    where = "'kueue.fairSharing.preemptionStrategies'"
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strategy names")
+    names = sorted({n for allowed in _PREEMPTION_STRATEGIES for n in allowed})
+    bad = [v for v in value if v not in names]
+    if bad:
+        raise ConfigError(
+            f"unknown preemption strategy {', '.join(repr(b) for b in bad)} in {where}; allowed: {', '.join(names)}"
+        )
+    if tuple(value) not in _PREEMPTION_STRATEGIES:
+        allowed = " or ".join(f"[{', '.join(a)}]" for a in _PREEMPTION_STRATEGIES)
+        raise ConfigError(f"{where} must be {allowed}, not [{', '.join(value)}]")
 
 
 def _tier(index: int, tier: Any) -> tuple[PluginConfig, ...]:

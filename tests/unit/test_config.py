@@ -221,6 +221,23 @@ ERROR_CASES = [
         {"kueue": {"fairSharing": {"enabel": True}}},
         "'enabel'",
     ),
+    ErrorCase(
+        "an unknown preemption strategy is named with the allowed ones",
+        {"kueue": {"fairSharing": {"enable": True, "preemptionStrategies": ["LessThanFinalShare"]}}},
+        "unknown preemption strategy 'LessThanFinalShare' in 'kueue.fairSharing.preemptionStrategies'; "
+        "allowed: LessThanInitialShare, LessThanOrEqualToFinalShare",
+    ),
+    ErrorCase(
+        "preemption strategies in the wrong order",
+        {"kueue": {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]}}},
+        "'kueue.fairSharing.preemptionStrategies' must be [LessThanOrEqualToFinalShare] or [LessThanInitialShare] or "
+        "[LessThanOrEqualToFinalShare, LessThanInitialShare], not [LessThanInitialShare, LessThanOrEqualToFinalShare]",
+    ),
+    ErrorCase(
+        "preemption strategies as a string",
+        {"kueue": {"fairSharing": {"preemptionStrategies": "LessThanInitialShare"}}},
+        "'kueue.fairSharing.preemptionStrategies' must be a list of strategy names",
+    ),
 ]
 
 
@@ -229,3 +246,18 @@ def test_config_errors_name_the_culprit(case: ErrorCase) -> None:
     with pytest.raises(ConfigError) as excinfo:
         from_mapping(case.data)
     assert case.want_error in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    "strategies",
+    [
+        ["LessThanOrEqualToFinalShare"],
+        ["LessThanInitialShare"],
+        ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+        [],
+    ],
+    ids=str,
+)
+def test_kueues_preemption_strategy_combinations_are_accepted(strategies: list[str]) -> None:
+    fair = {"enable": True, "preemptionStrategies": strategies}
+    assert from_mapping({"kueue": {"fairSharing": fair}}).kueue == {"fairSharing": fair}

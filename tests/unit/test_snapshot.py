@@ -4,6 +4,7 @@ snapshot plus the rest of the stream equals a replay from the start."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,6 +49,7 @@ def _mixed_stream() -> list[str]:
     ]
 
 
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
 STREAMS = {"busy gangs": streams._busy_stream, "S1 cascade": _cascade_stream, "two clusters": _mixed_stream}
 
 
@@ -94,6 +96,22 @@ def test_a_cut_while_a_preemptor_waits_for_its_victim_resumes_exactly() -> None:
         head = Engine(config, on_markers=lambda _: True)
         got = _feed(head, lines[:cut])
         resumed = Engine(config, on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut
+
+
+def test_a_cut_while_a_second_pass_backs_off_resumes_exactly() -> None:
+    """The second pass's failed attempts and its next time are state (S3): a restore in between
+    must keep them, or the replacement would be tried, and made, earlier than in one run."""
+    scenario = SCENARIOS / "kueue" / "035-s3-no-replacement-without-fail-fast-backs-off-until-a-node-fits"
+    lines = (scenario / "events.jsonl").read_text().splitlines()
+    want = _feed(Engine(SchedulerConfig(), on_markers=lambda _: True), lines)
+    assert [(d.seq, d.reason) for d in want][-1] == (18, "NodeReplaced")
+    for cut in range(len(lines) + 1):
+        head = Engine(SchedulerConfig(), on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(SchedulerConfig(), on_markers=lambda _: True)
         snapshot.restore(resumed, _through_json(snapshot.take(head)))
         got += _feed(resumed, lines[cut:])
         assert got == want, cut
