@@ -9,6 +9,7 @@ KubeObject = (
     core.Namespace
     | core.Node
     | core.Pod
+    | core.PriorityClass
     | volcano.PodGroup
     | volcano.Queue
     | volcano.Job
@@ -24,6 +25,7 @@ KubeObject = (
 
 API_VERSIONS: dict[str, frozenset[str]] = {
     "": frozenset({"v1"}),
+    "scheduling.k8s.io": frozenset({"v1"}),
     "scheduling.volcano.sh": frozenset({"v1beta1"}),
     "batch.volcano.sh": frozenset({"v1alpha1"}),
     "topology.volcano.sh": frozenset({"v1alpha1"}),
@@ -34,6 +36,7 @@ KIND_TYPES: dict[tuple[str, str], type[KubeObject]] = {
     ("", "Namespace"): core.Namespace,
     ("", "Node"): core.Node,
     ("", "Pod"): core.Pod,
+    ("scheduling.k8s.io", "PriorityClass"): core.PriorityClass,
     ("scheduling.volcano.sh", "PodGroup"): volcano.PodGroup,
     ("scheduling.volcano.sh", "Queue"): volcano.Queue,
     ("batch.volcano.sh", "Job"): volcano.Job,

@@ -1,7 +1,9 @@
 """Eviction: the shared mechanics of the preempt and reclaim actions. Which gangs starve, and
 how victims are chosen on a node (cheapest first, only until the task fits, resources of pods
 already on their way out counted as free) so that the set of victims stays small. A pod
-annotated (or labelled) ``volcano.sh/preemptable: "false"`` is never a victim, as upstream.
+annotated (or labelled) ``volcano.sh/preemptable: "false"`` is never a victim, and a pod with
+``spec.preemptionPolicy: Never`` never preempts or reclaims for itself (it may still be a victim),
+as upstream.
 
 The preemptor's tasks are pipelined onto the nodes being released (Volcano's Pipelined): each
 holds its room there from now on, so no other job, in this cycle or a later one, takes what
@@ -50,6 +52,11 @@ def is_preemptable(task: TaskInfo) -> bool:
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool reads as true
 
 
+def can_preempt(task: TaskInfo) -> bool:
+    """Whether the pod may evict others for itself: not with ``preemptionPolicy: Never``."""
+    return task.pod.spec.preemption_policy != "Never"
+
+
 def _has_minimum(job: JobInfo) -> bool:
     """Whether the gang's placed and pipelined members make up its minMember."""
     return job.placed() + len(job.pipelined()) >= job.min_member
@@ -77,7 +84,11 @@ def _fits(session: Session, task: TaskInfo, node: NodeInfo, extra: dict[str, int
 def _victims_on(session: Session, task: TaskInfo, node: NodeInfo, allowed: list[TaskInfo]) -> list[TaskInfo] | None:
     freed = _releasing(session, node)
     chosen: list[TaskInfo] = []
-    for victim in sorted((v for v in allowed if v.node == node.name), key=lambda v: (v.priority, v.key)):
+    jobs = session.snapshot.jobs
+    # Cheapest first, as upstream's victim queue: the pods of the lowest-priority job, then the
+    # lowest-priority pods inside a job.
+    on_node = (v for v in allowed if v.node == node.name)
+    for victim in sorted(on_node, key=lambda v: (jobs[v.job].priority, v.priority, v.key)):
         if _fits(session, task, node, freed):
             break
         chosen.append(victim)
@@ -91,7 +102,7 @@ def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victim
     for task in sorted(job.pending(), key=session.task_key):
         if _has_minimum(job):
             break  # evict for the gang's minimum, never for the members beyond it
-        if task.is_best_effort:
+        if task.is_best_effort or not can_preempt(task):
             continue
         for node in session.snapshot.nodes.values():
             # The plugins judge each node's candidates on their own, as upstream asks them per node:

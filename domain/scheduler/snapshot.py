@@ -16,7 +16,7 @@ from domain import quantity
 from domain.lifecycle.job import JobPhase
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
-from domain.objects.core import Pod
+from domain.objects.core import Pod, PriorityClass
 from domain.objects.meta import ObjectKey, key_of
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
 from domain.quantity import ResourceList
@@ -235,6 +235,17 @@ def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, 
     )  # fmt: skip
 
 
+def _class_priority(state: ClusterState, name: str) -> int:
+    """The value of the PriorityClass ``name``; for an unknown one, the globalDefault class's value
+    (the lowest name when several claim it), else 0, as Volcano's cache gives a PodGroup."""
+    classes = state.objects.get("PriorityClass", {})
+    named = classes.get(name)
+    if isinstance(named, PriorityClass):
+        return named.value
+    defaults = sorted((k, c.value) for k, c in classes.items() if isinstance(c, PriorityClass) and c.global_default)
+    return defaults[0][1] if defaults else 0
+
+
 def _jobs(
     state: ClusterState, config: SchedulerConfig, memo: Memo, pipelined: list[TaskInfo]
 ) -> dict[ObjectKey, JobInfo]:
@@ -272,6 +283,10 @@ def _jobs(
     for job in jobs.values():
         if job.group is not None:
             job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
+            if job.group.spec.priority_class_name:
+                # Volcano's priority plugin orders by the PodGroup's class; without one, by the
+                # highest of its pods' priorities (which admission resolves from the same classes).
+                job.priority = _class_priority(state, job.group.spec.priority_class_name)
     return jobs
 
 
