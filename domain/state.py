@@ -29,7 +29,7 @@ from domain.kinds import KubeObject
 from domain.lifecycle import job, pod_group, queue, workload
 from domain.lifecycle.catalog import MACHINES
 from domain.lifecycle.pod import PodFact
-from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
+from domain.lifecycle.status import LocalQueueUsage, MachineStatus, PodGroupStatusView, QueueStatusView
 from domain.lifecycle.table import IllegalTransition
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.core import Pod
@@ -55,6 +55,8 @@ class ClusterState:
     tombstones: set[str] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
     events_since_marker: int = 0
+    # Admission Fair Sharing: each LocalQueue's decayed usage, sampled by Kueue cycles.
+    local_queue_usage: dict[ObjectKey, LocalQueueUsage] = field(default_factory=dict)
     # Values derived from the objects above and memoised by the code that derives them (never
     # a fact of its own: dropping it changes no decision); not compared, printed or snapshotted.
     derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
@@ -240,10 +242,16 @@ class ClusterState:
             status.phase, status.since_seq, status.since = target, seq, self.clock
         return True
 
+    def decide_local_queue_usage(self, key: ObjectKey, usage: LocalQueueUsage) -> None:
+        """Fold a LocalQueue's new Admission Fair Sharing usage (a sample or an entry penalty)."""
+        self.local_queue_usage[key] = usage
+
     def _forget(self, kind: str, key: ObjectKey, uid: str) -> None:
         self._note_change(kind, key)
         self.of_kind(kind).pop(key, None)
         self.machines.get(kind, {}).pop(key, None)
+        if kind == "LocalQueue":
+            self.local_queue_usage.pop(key, None)
         if uid:
             self.tombstones.add(uid)
 

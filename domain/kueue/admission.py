@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.kueue import fair_preemption, fair_sharing, preemption, topology
+from domain.kueue import admission_fair_sharing, fair_preemption, fair_sharing, preemption, topology
+from domain.kueue.admission_fair_sharing import AdmissionFairSharing
 from domain.kueue.fair_sharing import FairSharing
 from domain.kueue.flavor_assigner import Assignment, Mode, assign
 from domain.kueue.queue import backing_off, waiting_by_queue
@@ -45,9 +46,12 @@ class Entry:
         return (self.borrows, -self.info.priority, self.info.created, self.info.key)
 
 
-def run(snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None) -> None:
-    # 1. Gather each ClusterQueue's waiting workloads; those without a usable queue wait with why.
-    queues = waiting_by_queue(snap, box)
+def run(
+    snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None, afs: AdmissionFairSharing | None = None
+) -> None:
+    # 1. Gather each ClusterQueue's waiting workloads (with Admission Fair Sharing, the least
+    #    used LocalQueue's first); those without a usable queue wait with why.
+    queues = waiting_by_queue(snap, box, afs)
     # 2. Nominate at most one head per queue, by its queueing strategy.
     entries = [e for name in sorted(queues) if (e := _nominate(snap, box, snap.queues[name], queues[name], fair))]
     # 3. Process the heads in order against the snapshot, which each admission updates; with
@@ -56,7 +60,7 @@ def run(snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None) -> No
     entries.sort(key=Entry.order)
     while entries:
         entry = entries.pop(0) if fair is None else _lowest_share(snap, entries)
-        _process(snap, box, entry, targeted, fair)
+        _process(snap, box, entry, targeted, fair=fair, afs=afs)
 
 
 def _lowest_share(snap: KueueSnapshot, entries: list[Entry]) -> Entry:
@@ -114,7 +118,13 @@ def _backoff_ended(info: WorkloadInfo) -> bool:
 
 
 def _process(
-    snap: KueueSnapshot, box: Outbox, entry: Entry, targeted: set[ObjectKey], fair: FairSharing | None
+    snap: KueueSnapshot,
+    box: Outbox,
+    entry: Entry,
+    targeted: set[ObjectKey],
+    *,
+    fair: FairSharing | None,
+    afs: AdmissionFairSharing | None,
 ) -> None:
     info, cq = entry.info, entry.cq
     assignment = assign(snap, info, cq)
@@ -124,6 +134,8 @@ def _process(
         view = admitted(info.view, cq.metadata.name, admission, _backoff_ended(info), cq.spec.checks_for(flavors))
         if box.status(info, view, "QuotaReserved"):
             snap.charge(info, +1)
+            if afs is not None and admission_fair_sharing.applies(cq):
+                admission_fair_sharing.penalize(snap, afs, info)
             full = {p.name: p.per_pod for p in info.pod_sets}
             for psa in assignment.pod_sets:
                 if psa.placement is not None:

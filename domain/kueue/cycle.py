@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain.decisions import Decision
-from domain.kueue import admission, admission_checks, eviction, fair_sharing, second_pass, snapshot
+from domain.kueue import (
+    admission,
+    admission_checks,
+    admission_fair_sharing,
+    eviction,
+    fair_sharing,
+    second_pass,
+    snapshot,
+)
 from domain.kueue.workload_status import Outbox
 from domain.state import ClusterState
 
@@ -28,6 +36,11 @@ def run(state: ClusterState, settings: Mapping[str, Any], *, seq: int) -> list[D
     admission_checks.run(snap, box)
     # 4. S3 second pass: place delayed topologies, re-place pods of failed nodes, mark failed nodes.
     second_pass.run(snap, box, fail_fast=bool(settings.get("failFast")))
-    # 5. Admission: one head per ClusterQueue, preemption when allowed (fair sharing if enabled).
-    admission.run(snap, box, fair_sharing.from_settings(settings))
+    # 5. Admission Fair Sharing: sample the LocalQueues' usage when their interval has passed.
+    afs = admission_fair_sharing.from_settings(settings)
+    if afs is not None:
+        admission_fair_sharing.sample(snap, afs)
+    # 6. Admission: one head per ClusterQueue, preemption when allowed (fair sharing if enabled),
+    #    the least used LocalQueue's workloads first where Admission Fair Sharing applies.
+    admission.run(snap, box, fair_sharing.from_settings(settings), afs)
     return box.out

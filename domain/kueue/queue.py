@@ -1,6 +1,7 @@
 """Queues: which ClusterQueue a workload waits in (through its LocalQueue), whether that queue
 can admit it (exists, active, namespace selector), and each queue's waiting workloads in
-Kueue's order (priority, then creation, then name)."""
+Kueue's order (priority, then creation, then name; with Admission Fair Sharing, the
+LocalQueue's usage first)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import heapq
 from collections.abc import Iterator
 from datetime import datetime
 
+from domain.kueue import admission_fair_sharing
+from domain.kueue.admission_fair_sharing import AdmissionFairSharing
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workload_status import Outbox, waiting
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
@@ -70,10 +73,13 @@ def backing_off(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
     return info.view.requeue_at is not None and info.view.requeue_at > snap.clock
 
 
-def waiting_by_queue(snap: KueueSnapshot, box: Outbox) -> dict[str, Iterator[WorkloadInfo]]:
+def waiting_by_queue(
+    snap: KueueSnapshot, box: Outbox, afs: AdmissionFairSharing | None = None
+) -> dict[str, Iterator[WorkloadInfo]]:
     """Each ClusterQueue's workloads without quota, in queue order, to be walked before any is
     admitted (some may be backing off); those whose LocalQueue cannot admit them are told why,
-    in key order."""
+    in key order. With Admission Fair Sharing on a ClusterQueue, its LocalQueues' workloads are
+    merged by their LocalQueue's usage first."""
     by_queue: dict[str, list[Iterator[WorkloadInfo]]] = {}
     refused: list[tuple[WorkloadInfo, str]] = []
     for local_queue, infos in snap.queued():
@@ -85,7 +91,23 @@ def waiting_by_queue(snap: KueueSnapshot, box: Outbox) -> dict[str, Iterator[Wor
     for info, why in sorted(refused, key=lambda item: item[0].key):
         if info.key not in box.touched and not backing_off(snap, info):
             box.status(info, waiting(info.view, INADMISSIBLE, why), INADMISSIBLE)
-    return {name: its[0] if len(its) == 1 else heapq.merge(*its, key=_order) for name, its in by_queue.items()}
+    return {name: its[0] if len(its) == 1 else _merge(snap, name, its, afs) for name, its in by_queue.items()}
+
+
+def _merge(
+    snap: KueueSnapshot, name: str, its: list[Iterator[WorkloadInfo]], afs: AdmissionFairSharing | None
+) -> Iterator[WorkloadInfo]:
+    if afs is None or not admission_fair_sharing.applies(snap.queues[name]):
+        return heapq.merge(*its, key=_order)
+    usage: dict[LocalQueueRef, float] = {}
+
+    def by_usage(info: WorkloadInfo) -> tuple[float, int, datetime, str]:
+        ref = info.local_queue
+        if ref not in usage:
+            usage[ref] = admission_fair_sharing.weighted_usage(snap, afs, ref)
+        return (usage[ref], *info.order)
+
+    return heapq.merge(*its, key=by_usage)
 
 
 def _order(info: WorkloadInfo) -> tuple[int, datetime, str]:

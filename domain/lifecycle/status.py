@@ -94,3 +94,33 @@ class MachineStatus:
             second_pass_failures=data.get("secondPassFailures", 0),
             second_pass_at=datetime.fromisoformat(data["secondPassAt"]) if data.get("secondPassAt") else None,
         )
+
+
+@dataclass(slots=True)
+class LocalQueueUsage:
+    """A LocalQueue's Admission Fair Sharing usage (KEP-4136), as Kueue keeps it in the
+    LocalQueue's ``status.fairSharing.admissionFairSharingStatus``: the decayed usage sampled at
+    ``last_update`` and the entry penalties of the workloads admitted since, in milli-units."""
+
+    uid: str
+    last_update: datetime
+    consumed: dict[str, float]
+    penalty: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (snapshot format version 1); floats keep their exact value in JSON."""
+        return {
+            "uid": self.uid,
+            "lastUpdate": self.last_update.isoformat(),
+            "consumed": dict(sorted(self.consumed.items())),
+            "penalty": dict(sorted(self.penalty.items())),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LocalQueueUsage:
+        return cls(
+            uid=data["uid"],
+            last_update=datetime.fromisoformat(data["lastUpdate"]),
+            consumed={k: float(v) for k, v in data["consumed"].items()},
+            penalty={k: float(v) for k, v in data["penalty"].items()},
+        )

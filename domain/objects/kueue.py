@@ -4,6 +4,7 @@ ClusterQueue, LocalQueue, AdmissionCheck and Workload. Where v1beta2 renamed a f
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from msgspec import Struct
@@ -111,6 +112,10 @@ class AdmissionChecksStrategy(Struct, rename="camel", frozen=True, kw_only=True)
     admission_checks: list[AdmissionCheckStrategyRule] = []
 
 
+class AdmissionScope(Struct, rename="camel", frozen=True, kw_only=True):
+    admission_mode: str = "NoAdmissionFairSharing"  # or UsageBasedAdmissionFairSharing (KEP-4136)
+
+
 class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     cohort_name: str = ""
     cohort: str = ""
@@ -122,6 +127,7 @@ class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     namespace_selector: LabelSelector | None = None
     stop_policy: str = "None"
     fair_sharing: FairSharing | None = None
+    admission_scope: AdmissionScope | None = None
 
     def cohort_of(self) -> str:
         return self.cohort_name or self.cohort
@@ -153,6 +159,20 @@ class AdmissionCheck(Struct, rename="camel", frozen=True, kw_only=True):
 
 class LocalQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     cluster_queue: str = ""
+    fair_sharing: FairSharing | None = None
+
+
+class AdmissionFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    consumed_resources: dict[str, Quantity] = {}
+    last_update: datetime | None = None
+
+
+class LocalQueueFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
+
+
+class LocalQueueStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    fair_sharing: LocalQueueFairSharingStatus | None = None
 
 
 class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
@@ -160,6 +180,7 @@ class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
     kind: str
     metadata: ObjectMeta
     spec: LocalQueueSpec = LocalQueueSpec()
+    status: LocalQueueStatus = LocalQueueStatus()
 
 
 class PodSetTopologyRequest(Struct, rename="camel", frozen=True, kw_only=True):

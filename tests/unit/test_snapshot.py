@@ -135,7 +135,16 @@ def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
     data = snapshot.take(engine)
     assert data["version"] == snapshot.SNAPSHOT_VERSION == 1
     cluster = data["clusters"]["c1"]
-    assert set(cluster) == {"nextSeq", "clock", "onMarkers", "eventsSinceMarker", "counters", "tombstones", "objects"}
+    assert set(cluster) == {
+        "nextSeq",
+        "clock",
+        "onMarkers",
+        "eventsSinceMarker",
+        "counters",
+        "tombstones",
+        "localQueueUsage",
+        "objects",
+    }
     node = cluster["objects"][0]
     assert node["object"]["status"]["allocatable"]["cpu"] == 500  # milli-units
     assert node["status"]["phase"] == "Ready"
@@ -145,3 +154,25 @@ def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
 def test_an_unknown_version_is_refused() -> None:
     with pytest.raises(snapshot.SnapshotError, match="snapshot version 2 is not supported"):
         snapshot.restore(_engine(), {"version": 2, "clusters": {}})
+
+
+def test_a_cut_while_local_queues_carry_admission_fair_sharing_usage_resumes_exactly() -> None:
+    """Each LocalQueue's sampled usage and entry penalties are state: a restore in between must
+    keep them, or the next admission would go to the other LocalQueue."""
+    scenario = SCENARIOS / "kueue" / "041-admission-fair-sharing-usage-decays-over-time"
+    lines = (scenario / "events.jsonl").read_text().splitlines()
+    afs = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "5m"}
+    config = from_mapping({"kueue": {"admissionFairSharing": afs}})
+    want = _feed(Engine(config, on_markers=lambda _: True), lines)
+    assert [(d.seq, d.target.name) for d in want if d.reason == "QuotaReserved"] == [
+        (8, "b-1"),
+        (12, "b-2"),
+        (15, "a-1"),
+    ]
+    for cut in range(len(lines) + 1):
+        head = Engine(config, on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(config, on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut
