@@ -8,7 +8,7 @@ are skipped, which makes at-least-once redelivery harmless.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,40 +114,55 @@ class Pipeline:
         self.outbox_topics = outbox_topics
         self.snapshot_every = snapshot_every
         self.snapshot_seq: dict[str, int] = {}  # cluster -> next seq at its latest snapshot
+        self.elsewhere: set[str] = set()  # stored clusters left to the group's other members at restore
         self.engine = self._new_engine()
         self.progress = store.progress(consumer)
 
     def _new_engine(self) -> Engine:
         return Engine(self.config, on_markers=lambda c: self.clocks.get(c, self.default_clock) != CLOCK_NONE)
 
-    def restore(self) -> int:
+    def restore(self, partitions: Collection[int] | None = None) -> int:
         """Rebuild the domain state and progress from the store alone (at start and after every
-        rebalance, so no state from before can linger); returns how many events were folded."""
+        rebalance, so no state from before can linger); returns how many events were folded.
+        With ``partitions`` (a worker's assignment), only the clusters whose events arrive on
+        those partitions are rebuilt now: the others belong to another member of the group, and
+        one whose events turn up here after all (its producer's partitioning changed) is rebuilt
+        before its first event is folded."""
         self.engine = self._new_engine()
         self.progress = self.store.progress(self.consumer)
         self.partitions.clear()
         self.snapshot_seq.clear()
+        self.elsewhere.clear()
         snapshots = self.store.snapshots()
         folded = 0
         for cluster, (next_seq, clock, partition) in sorted(self.store.clusters().items()):
-            self.clocks[cluster] = clock
-            if partition is not None:
-                self.partitions[cluster] = partition
-            start = 0
-            if cluster in snapshots:
-                version, start, payload = snapshots[cluster]
-                snapshot.restore_cluster(self.engine, cluster, msgspec.json.decode(payload), version)
-                self.snapshot_seq[cluster] = start
-            for seq, payload in self.store.iter_events(cluster, start=start):
-                processed = self.engine.handle(parse_event(payload))
-                if processed.seq != seq:
-                    raise RuntimeError(
-                        f"event store of {cluster!r} has a gap: expected seq {processed.seq}, found {seq}"
-                    )
-                folded += 1
-            stored = self.engine.state(cluster).next_seq
-            if stored != next_seq:
-                raise RuntimeError(f"cluster {cluster!r}: {next_seq} events recorded, {stored} stored")
+            if partitions is not None and partition is not None and partition not in partitions:
+                self.elsewhere.add(cluster)
+                continue
+            folded += self._restore_cluster(cluster, next_seq, clock, partition, snapshots.get(cluster))
+        return folded
+
+    def _restore_cluster(
+        self, cluster: str, next_seq: int, clock: str, partition: int | None, latest: tuple[int, int, str] | None
+    ) -> int:
+        """Fold one cluster's latest snapshot and the events stored after it into the engine."""
+        self.clocks[cluster] = clock
+        if partition is not None:
+            self.partitions[cluster] = partition
+        start = 0
+        if latest is not None:
+            version, start, payload = latest
+            snapshot.restore_cluster(self.engine, cluster, msgspec.json.decode(payload), version)
+            self.snapshot_seq[cluster] = start
+        folded = 0
+        for seq, payload in self.store.iter_events(cluster, start=start):
+            processed = self.engine.handle(parse_event(payload))
+            if processed.seq != seq:
+                raise RuntimeError(f"event store of {cluster!r} has a gap: expected seq {processed.seq}, found {seq}")
+            folded += 1
+        stored = self.engine.state(cluster).next_seq
+        if stored != next_seq:
+            raise RuntimeError(f"cluster {cluster!r}: {next_seq} events recorded, {stored} stored")
         return folded
 
     def process(self, records: Sequence[Record]) -> BatchResult:
@@ -190,6 +205,10 @@ class Pipeline:
             self._reject(record, str(exc), batch, result)
             return
         cluster = event.cluster
+        if cluster in self.elsewhere:
+            self.elsewhere.discard(cluster)
+            next_seq, clock, partition = self.store.clusters()[cluster]
+            self._restore_cluster(cluster, next_seq, clock, partition, self.store.snapshots().get(cluster))
         if record.external_clock or (
             isinstance(event, ScheduleMarker) and record.topic is not None and not record.timer_marker
         ):

@@ -66,7 +66,7 @@ class StreamService:
         older backup, or a new store under an old group): that would skip events silently."""
         self.owned = {tp.partition for tp in assigned if tp.topic == self.settings.events_topic}
         started = time.monotonic()
-        folded = self.pipeline.restore()
+        folded = self.pipeline.restore(self.owned)
         logger.info(
             "partitions assigned, state restored",
             partitions=sorted(self.owned),

@@ -4,6 +4,7 @@ batch, idempotent redelivery, and restart from the stored events."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,27 @@ def test_a_restart_from_a_snapshot_folds_only_the_tail_and_continues_exactly(sto
     assert restarted.restore() == half - snapshot_seq
     restarted.process(records)
     assert "\n".join(store.decisions()) + "\n" == expected
+
+
+def test_a_member_of_a_group_restores_only_its_partitions_and_a_cluster_that_moves_to_it_on_its_first_event(
+    store: Store, tmp_path: Path
+) -> None:
+    lines = {cluster: synthetic_stream(cluster, Shape(nodes=4, gangs=15)) for cluster in ("east", "west")}
+    path = tmp_path / "two.jsonl"
+    path.write_text("\n".join(lines["east"] + lines["west"]) + "\n")
+    expected = io.BytesIO()
+    replay([str(path)], expected, config=SchedulerConfig())
+    east, west = kafka_records(lines["east"], partition=2), kafka_records(lines["west"], partition=1)
+    half = {"east": len(east) // 2, "west": len(west) // 2}
+    clocks = {"east": CLOCK_STREAM, "west": CLOCK_STREAM}
+    Pipeline(SchedulerConfig(), store, consumer="g", clocks=clocks).process(east[: half["east"]] + west[: half["west"]])
+
+    member = Pipeline(SchedulerConfig(), store, consumer="g")
+    assert member.restore(partitions={2}) == half["east"]
+    assert set(member.engine.clusters) == {"east"}
+    # west's producer now partitions by another rule: its next lines arrive on partition 2.
+    moved = [Record(r.value, r.position, topic="t", partition=2, offset=len(east) + i) for i, r in enumerate(west)]
+    member.process(east + moved[half["west"] :])
+    replayed = expected.getvalue().decode().splitlines()
+    for cluster in ("east", "west"):
+        assert store.decisions(cluster) == [d for d in replayed if json.loads(d)["cluster"] == cluster], cluster
