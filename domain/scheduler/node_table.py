@@ -74,6 +74,7 @@ class Memo:
     nodes_table: NodeTable | None = None
     loads: dict[str, tuple[ResourceList, ...]] = field(default_factory=dict)  # node -> requests it holds
     touched: set[str] = field(default_factory=set)  # nodes the last session's statements changed
+    rebuilt: set[str] | None = None  # nodes the last ``idle_nodes`` built again; None: all of them
 
 
 def _build(
@@ -163,14 +164,17 @@ def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable) -> dict[str, N
             lists.setdefault(name, []).append(request_of(memo, pod))  # type: ignore[arg-type]
     loads = {name: tuple(load) for name, load in lists.items()}
     nodes = memo.nodes
+    rebuilt: set[str] | None = None
     if nodes is None or memo.nodes_table is not table:
         nodes = {name: _fresh(row, loads.get(name, ())) for name, row in table.rows.items()}
     else:
         old = memo.loads
         dirty = memo.touched | {n for n in loads.keys() | old.keys() if loads.get(n, ()) != old.get(n, ())}
+        rebuilt = set()
         for name in dirty:
             row = table.rows.get(name)
             if row is not None:
                 nodes[name] = _fresh(row, loads.get(name, ()))
-    memo.nodes, memo.nodes_table, memo.loads, memo.touched = nodes, table, loads, set()
+                rebuilt.add(name)
+    memo.nodes, memo.nodes_table, memo.loads, memo.touched, memo.rebuilt = nodes, table, loads, set(), rebuilt
     return nodes

@@ -127,6 +127,7 @@ class Snapshot:
     largest: ResourceList = field(default_factory=dict)  # the most any one node offers, per resource
     domain_nodes: dict[str, list[NodeInfo]] = field(default_factory=dict)  # where-key -> its nodes, by name
     touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
+    rebuilt: set[str] | None = None  # nodes built again since the last snapshot; None: all of them
 
     def ancestors(self, name: str) -> list[QueueInfo]:
         """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
@@ -277,6 +278,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     snapshot.largest = dict(table.largest)
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
+    snapshot.rebuilt = memo.rebuilt
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():
         members = snapshot.domain_nodes[where] = [nodes[n] for n in names]
