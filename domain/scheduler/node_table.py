@@ -158,8 +158,8 @@ def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable) -> dict[str, N
     last session's statements touched, are built again; the others are the last cycle's, as is
     the dict (a snapshot's nodes are valid until the next ``build``)."""
     lists: dict[str, list[ResourceList]] = {}
-    for pod in state.objects.get("Pod", {}).values():
-        name = state.node_of(pod)  # type: ignore[arg-type]
+    for key, pod in state.objects.get("Pod", {}).items():
+        name = state.node_of(pod, key)  # type: ignore[arg-type]
         if name and not pod.is_finished():  # type: ignore[union-attr]
             lists.setdefault(name, []).append(request_of(memo, pod))  # type: ignore[arg-type]
     loads = {name: tuple(load) for name, load in lists.items()}

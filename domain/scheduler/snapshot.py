@@ -16,6 +16,7 @@ from domain import quantity
 from domain.lifecycle.job import JobPhase
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
+from domain.lifecycle.status import MachineStatus
 from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey, key_of
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
@@ -145,17 +146,17 @@ class Snapshot:
         return quantity.sum_lists([queue.allocated, *(self.subtree_allocated(c) for c in queue.children)])
 
 
-def _task_status(state: ClusterState, pod: Pod, node: str) -> TaskStatus | None:
-    if pod.status.phase == "Succeeded":
+def _task_status(pod: Pod, machine: MachineStatus | None, node: str) -> TaskStatus | None:
+    phase = pod.status.phase
+    if phase == "Succeeded":
         return TaskStatus.SUCCEEDED
-    if pod.status.phase == "Failed":
+    if phase == "Failed":
         return TaskStatus.FAILED
-    machine = state.status_of(pod)
     if pod.metadata.deletion_timestamp is not None or (machine is not None and machine.evicted):
         return TaskStatus.RELEASING if node else None
     if node:
-        return TaskStatus.RUNNING if pod.status.phase == "Running" else TaskStatus.BOUND
-    return TaskStatus.PENDING if pod.status.phase == "Pending" else None
+        return TaskStatus.RUNNING if phase == "Running" else TaskStatus.BOUND
+    return TaskStatus.PENDING if phase == "Pending" else None
 
 
 def _memo(state: ClusterState) -> Memo:
@@ -234,14 +235,16 @@ def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, 
 
 def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[ObjectKey, JobInfo]:
     groups = state.objects.get("PodGroup", {})
+    machines = state.machines.get("Pod", {})
     jobs: dict[ObjectKey, JobInfo] = {}
     for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
-        node = state.node_of(pod)
+        machine = machines.get(pod_key)  # ``state.status_of(pod)``, without building its key again
+        node = state.node_of(pod, pod_key)
         ours = pod.spec.scheduler_name == config.scheduler_name
         facts = pod_facts(memo, pod)
         group_name, key = facts.group, facts.job or pod_key
         group = groups.get(key) if group_name else None
-        status = _task_status(state, pod, node)
+        status = _task_status(pod, machine, node)
         if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
             continue  # not ours to place, or a member waiting for its PodGroup to exist
         if not ours and not group_name:
