@@ -80,8 +80,9 @@ class Ledger:
         # The queue tree is fixed for the session: each queue's chain is walked once.
         self._chains = {name: self._chain(name) for name in snapshot.queues}
         for job in snapshot.jobs.values():
-            for name in self.chain(job.queue):
-                quantity.add(self.used[name], job.allocated)
+            if job.allocated:  # most jobs of a big trace hold nothing yet, or nothing at all
+                for name in self.chain(job.queue):
+                    quantity.add(self.used[name], job.allocated)
             if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
                 self.enqueued(job)
 

@@ -275,7 +275,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     jobs = _jobs(state, config, memo)
     forget_gone(memo, state.objects.get("Pod", {}))
     for job in jobs.values():
-        if job.queue in queues:
+        if job.allocated and job.queue in queues:
             quantity.add(queues[job.queue].allocated, job.allocated)
     snapshot = Snapshot(nodes, queues, jobs, table.ib, table.hyper, dict(table.total))
     snapshot.largest = dict(table.largest)

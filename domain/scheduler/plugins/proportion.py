@@ -30,7 +30,8 @@ def _requests(snapshot: Snapshot) -> dict[str, ResourceList]:
     out: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
     for job in snapshot.jobs.values():
         if job.queue in out:
-            quantity.add(out[job.queue], job.allocated)
+            if job.allocated:
+                quantity.add(out[job.queue], job.allocated)
             for task in job.tasks:
                 if task.status is TaskStatus.PENDING:
                     quantity.add(out[job.queue], task.request)
