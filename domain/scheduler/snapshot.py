@@ -18,11 +18,21 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import MachineStatus
 from domain.objects.core import Pod
-from domain.objects.meta import ObjectKey, key_of
-from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
+from domain.objects.meta import ObjectKey
+from domain.objects.volcano import PodGroup, Queue
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, pod_facts, seconds
+from domain.scheduler.node_table import (
+    GroupFacts,
+    Memo,
+    NodeInfo,
+    forget_gone,
+    group_facts,
+    idle_nodes,
+    node_table,
+    pod_facts,
+    seconds,
+)
 from domain.scheduler.subgroups import SubGroup, split
 from domain.scheduler.topology import Domain, TopologyRequest
 from domain.state import ClusterState
@@ -193,43 +203,27 @@ def _queues(state: ClusterState) -> dict[str, QueueInfo]:
     return queues
 
 
-def _topology(group: PodGroup | None, config: SchedulerConfig) -> TopologyRequest | None:
-    if group is None:
-        return None
-    if group.metadata.annotations.get(NETWORK_TOPOLOGY_ANNOTATION) == "ib-cluster":
-        return TopologyRequest(hard=True, highest_tier=None, label=config.ib_cluster_label)
-    spec = group.spec.network_topology
-    if spec is None:
-        return None
-    hard = spec.mode == "hard" and spec.highest_tier_allowed is not None
-    return TopologyRequest(hard=hard, highest_tier=spec.highest_tier_allowed, label="")
-
-
-def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
+def _is_terminating(state: ClusterState, phase: object, facts: GroupFacts) -> bool:
     """A PodGroup being deleted, or owned by a Job that is terminating or gone (SEEDS S1)."""
-    if state.phase_of("PodGroup", key_of(group.metadata)) is PodGroupPhase.TERMINATING:
+    if phase is PodGroupPhase.TERMINATING:
         return True
-    for owner in group.metadata.owner_references:
-        if owner.kind != "Job":
-            continue
-        job_key = ObjectKey(f"{group.metadata.namespace}/{owner.name}")
-        if owner.uid in state.tombstones or state.phase_of("Job", job_key) is JobPhase.TERMINATING:
-            return True
-    return False
+    return any(
+        uid in state.tombstones or state.phase_of("Job", key) is JobPhase.TERMINATING for key, uid in facts.job_owners
+    )
 
 
-def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, config: SchedulerConfig) -> JobInfo:
+def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, *, memo: Memo, label: str) -> JobInfo:
     if group is None:
         return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, seconds(pod.metadata.creation_timestamp),
                        PodGroupPhase.INQUEUE)  # fmt: skip
-    phase = state.phase_of("PodGroup", key)
+    phase = state.phase_of("PodGroup", key)  # a job's key is its PodGroup's
     spec = group.spec
+    facts = group_facts(memo, group, label)
     return JobInfo(
         key, group, spec.queue or DEFAULT_QUEUE, spec.min_member, dict(spec.min_task_member),
-        None if spec.min_resources is None else dict(spec.min_resources),
-        seconds(group.metadata.creation_timestamp),
+        None if spec.min_resources is None else dict(spec.min_resources), facts.created,
         phase if isinstance(phase, PodGroupPhase) else PodGroupPhase.PENDING,
-        topology=_topology(group, config), terminating=_is_terminating(state, group),
+        topology=facts.topology, terminating=_is_terminating(state, phase, facts),
     )  # fmt: skip
 
 
@@ -252,7 +246,8 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
         job = jobs.get(key)
         if job is None:
             if group_name:
-                job = _job(state, key, group if isinstance(group, PodGroup) else None, pod, config)
+                group_or_none = group if isinstance(group, PodGroup) else None
+                job = _job(state, key, group_or_none, pod, memo=memo, label=config.ib_cluster_label)
             else:
                 job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
             jobs[key] = job
@@ -273,7 +268,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     nodes = idle_nodes(state, memo, table)
     queues = _queues(state)
     jobs = _jobs(state, config, memo)
-    forget_gone(memo, state.objects.get("Pod", {}))
+    forget_gone(memo, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
     for job in jobs.values():
         if job.allocated and job.queue in queues:
             quantity.add(queues[job.queue].allocated, job.allocated)
