@@ -207,9 +207,10 @@ def _is_terminating(state: ClusterState, phase: object, facts: GroupFacts) -> bo
     """A PodGroup being deleted, or owned by a Job that is terminating or gone (SEEDS S1)."""
     if phase is PodGroupPhase.TERMINATING:
         return True
-    return any(
-        uid in state.tombstones or state.phase_of("Job", key) is JobPhase.TERMINATING for key, uid in facts.job_owners
-    )
+    for key, uid in facts.job_owners:
+        if uid in state.tombstones or state.phase_of("Job", key) is JobPhase.TERMINATING:
+            return True
+    return False
 
 
 def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, *, memo: Memo, label: str) -> JobInfo:
