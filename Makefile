@@ -38,7 +38,7 @@ test: setup kafka-jars lint
 
 bench: setup
 	$(PY) -m bench.run
-	$(PY) -m bench.kueue --scale 0.3
+	$(PY) -m bench.kueue --scale 1.0
 
 clean:
 	rm -rf .local .schedstream schedstream.db .pytest_cache .ruff_cache .hypothesis

@@ -11,8 +11,11 @@ running for a fixed time:
 Time is simulated: a SCHEDULE marker every ``--period`` ms is the scheduler clock; a workload
 admitted at t finishes (the cluster reports Finished) at t + runtime. Prints admissions per
 second of wall time, queue usage (cpu-ms used / (nominal x elapsed ms), Kueue's figure), and
-the average simulated wait from creation to admission per class. ``--scale`` shrinks the
-per-queue counts (1.0 = the 15,000 workloads of the baseline).
+the average simulated wait from creation to admission per class, with the CPU time of the
+process (steadier than wall time on a shared machine) and a digest of every decision (equal
+digests: the same decisions). ``--scale`` shrinks the per-queue counts (1.0 = the 15,000
+workloads of the baseline). The shape's numbers are services/traces/kueue_shape.py's, which
+also runs it through ``schedstream simulate``.
 
     python -m bench.kueue [--scale 0.1] [--period 100]
 """
@@ -20,38 +23,21 @@ per-queue counts (1.0 = the 15,000 workloads of the baseline).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import heapq
 import json
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
+from services.traces.kueue_shape import CLASSES, COHORTS, NOMINAL, QUEUES_PER_COHORT, WorkloadClass
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 API = "kueue.x-k8s.io/v1beta2"
-COHORTS, QUEUES_PER_COHORT, NOMINAL = 5, 6, 20
 LIMIT_MS = 3_600_000  # give up after an hour of scheduler clock
-
-
-@dataclass(frozen=True)
-class WorkloadClass:
-    name: str
-    count: int
-    every_ms: int
-    runtime_ms: int
-    priority: int
-    cpu: int
-
-
-CLASSES = (
-    WorkloadClass("small", 350, 100, 200, 50, 1),
-    WorkloadClass("medium", 100, 500, 500, 100, 5),
-    WorkloadClass("large", 50, 1200, 1000, 200, 20),
-)
 
 
 def _at(ms: int) -> str:
@@ -115,7 +101,8 @@ def run(scale: float, period_ms: int) -> dict[str, Any]:
     running: dict[str, int] = {}  # name -> when it finishes, until evicted
     waits: dict[str, list[int]] = {cls.name: [] for cls in CLASSES}
     used_cpu_ms, admissions, now, next_arrival, done = 0, 0, 0, 0, 0
-    started = time.perf_counter()
+    digest = hashlib.sha256()
+    started, cpu_started = time.perf_counter(), time.process_time()
     while done < len(arrivals) and now < LIMIT_MS:
         while next_arrival < len(arrivals) and arrivals[next_arrival][0] <= now:
             rv += 1
@@ -132,6 +119,7 @@ def run(scale: float, period_ms: int) -> dict[str, Any]:
             engine.handle(parse_event(_event("MODIFIED", json.loads(json.dumps(finished)), rv)))
         marker = json.dumps({"type": "SCHEDULE", "cluster": "bench", "time": _at(now)})
         for decision in engine.handle(parse_event(marker)).decisions:
+            digest.update(json.dumps(decision.to_dict(), sort_keys=True).encode())
             name = decision.target.name
             if decision.kind.value == "Evict":
                 running.pop(name, None)
@@ -142,7 +130,7 @@ def run(scale: float, period_ms: int) -> dict[str, Any]:
                 heapq.heappush(finishes, (now + cls.runtime_ms, name))
                 admissions += 1
         now += period_ms
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     queues = COHORTS * QUEUES_PER_COHORT
     return {
         "workloads": len(arrivals),
@@ -150,9 +138,12 @@ def run(scale: float, period_ms: int) -> dict[str, Any]:
         "admissions": admissions,
         "simulated_s": now / 1000,
         "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
         "admissions_per_s": round(admissions / wall, 1),
+        "admissions_per_cpu_s": round(admissions / cpu, 1),
         "usage": round(used_cpu_ms / (queues * NOMINAL * now), 3),
         "avg_wait_ms": {name: round(sum(w) / len(w)) if w else None for name, w in waits.items()},
+        "decisions_sha256": digest.hexdigest()[:16],
     }
 
 

@@ -4,7 +4,8 @@ The same synthetic stream (tests/streams.py) goes through: json.loads alone (the
 stage is compared with), parse_event (envelope + typed object), parse + Engine (state and
 scheduling cycles), and the whole Pipeline into an on-disk SQLite store
 (one transaction per 1,000 events), plus PostgreSQL when $SCHEDSTREAM_BENCH_PG_URL is set.
-Then the scheduling-cycle benchmark of issue 4 (bench/cycle.py) at 500, 5,000 and 10,000 nodes.
+Then the scheduling-cycle benchmark of issue 4 (bench/cycle.py) at 500, 5,000 and 10,000 nodes,
+and the simulator's simulated hours per wall second (bench/simulate.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from sqlalchemy import delete
 
-from bench import cycle
+from bench import cycle, simulate
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
@@ -95,6 +96,8 @@ def main() -> None:
             print(f"{name:<30} {rate:>12,.0f} {micros:>10.1f} {seconds / baseline:>11.1f}")
     print("\none scheduling cycle (issue 4): 4 pending pods per node, gangs of 1-21, 20% single-IB-cluster\n")
     cycle.main()
+    print("\nthe simulator (issue 6): simulated hours per wall second, against the FCFS baseline's run\n")
+    simulate.report()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ KubeObject = (
     core.Namespace
     | core.Node
     | core.Pod
+    | core.PriorityClass
     | volcano.PodGroup
     | volcano.Queue
     | volcano.Job
@@ -18,11 +19,13 @@ KubeObject = (
     | kueue.Cohort
     | kueue.ClusterQueue
     | kueue.LocalQueue
+    | kueue.AdmissionCheck
     | kueue.Workload
 )
 
 API_VERSIONS: dict[str, frozenset[str]] = {
     "": frozenset({"v1"}),
+    "scheduling.k8s.io": frozenset({"v1"}),
     "scheduling.volcano.sh": frozenset({"v1beta1"}),
     "batch.volcano.sh": frozenset({"v1alpha1"}),
     "topology.volcano.sh": frozenset({"v1alpha1"}),
@@ -33,6 +36,7 @@ KIND_TYPES: dict[tuple[str, str], type[KubeObject]] = {
     ("", "Namespace"): core.Namespace,
     ("", "Node"): core.Node,
     ("", "Pod"): core.Pod,
+    ("scheduling.k8s.io", "PriorityClass"): core.PriorityClass,
     ("scheduling.volcano.sh", "PodGroup"): volcano.PodGroup,
     ("scheduling.volcano.sh", "Queue"): volcano.Queue,
     ("batch.volcano.sh", "Job"): volcano.Job,
@@ -42,6 +46,7 @@ KIND_TYPES: dict[tuple[str, str], type[KubeObject]] = {
     ("kueue.x-k8s.io", "Cohort"): kueue.Cohort,
     ("kueue.x-k8s.io", "ClusterQueue"): kueue.ClusterQueue,
     ("kueue.x-k8s.io", "LocalQueue"): kueue.LocalQueue,
+    ("kueue.x-k8s.io", "AdmissionCheck"): kueue.AdmissionCheck,
     ("kueue.x-k8s.io", "Workload"): kueue.Workload,
 }
 

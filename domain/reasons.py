@@ -15,6 +15,7 @@ from enum import StrEnum
 class Reason(StrEnum):
     """Least to most severe; a waiting object reports the most severe one it met."""
 
+    WAITING_FOR_PREEMPTION = "WaitingForPreemption"  # pipelined: victims chosen, their pods not yet gone
     NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # predicates or free resources left a task without a node
     NO_TOPOLOGY_DOMAIN = "NoFittingTopologyDomain"  # no single network domain holds the whole gang (S4)
     QUEUE_OVER_QUOTA = "QueueQuotaExceeded"  # the queue (or an ancestor) cannot hold the gang now
@@ -71,3 +72,26 @@ class FitSummary:
             return "0/0 nodes are unavailable: no nodes in the cluster."
         parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
         return f"0/{self.nodes} nodes are unavailable: {parts}."
+
+
+def gang_pipelined(pipelined: int, tasks: int, nodes: list[str]) -> str:
+    """A gang whose members wait on nodes that preemption is releasing (Volcano's Pipelined)."""
+    where = ", ".join(nodes)
+    return (
+        f"{pipelined}/{tasks} tasks in gang pipelined, waiting for preemption: "
+        f"they can be assigned to {where} once resource is released"
+    )
+
+
+def gang_unschedulable(unready: int, tasks: int, failed: list[tuple[str, FitSummary]]) -> str:
+    """Volcano's gang condition message: how many members cannot be placed, one word per task
+    that found no node (its most frequent node-level reason, most common first), then the node
+    summary of the first of them, as upstream's "Origin reason" ("3/4 tasks in gang
+    unschedulable: 3 Insufficient nvidia.com/gpu. Origin reason is w-1: 0/4 nodes are ...")."""
+    counts = Counter(summary.top() for _, summary in failed)
+    words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
+    message = f"{unready}/{tasks} tasks in gang unschedulable: {words}"
+    if failed:
+        name, summary = failed[0]
+        message += f". Origin reason is {name}: {summary.message()}"
+    return message

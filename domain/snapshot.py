@@ -12,6 +12,7 @@ stream, so a restart need not fold all history. Format, version 1 (``SNAPSHOT_VE
          "eventsSinceMarker": 3,
          "counters": {"duplicate": 2, ...},
          "tombstones": ["uid-a", ...],      # sorted
+         "localQueueUsage": {"ns/lq": {...}},  # LocalQueueUsage.to_dict() by key, sorted
          "objects": [                       # sorted by kind, then key
            {"object": {...},                # the object in its wire form (camelCase), except
                                             # that quantities are integers in milli-units
@@ -34,8 +35,8 @@ from domain import kinds
 from domain.engine import Engine
 from domain.kinds import KubeObject
 from domain.lifecycle.catalog import MACHINES
-from domain.lifecycle.status import MachineStatus
-from domain.objects.meta import key_of
+from domain.lifecycle.status import LocalQueueUsage, MachineStatus
+from domain.objects.meta import ObjectKey, key_of
 from domain.quantity import Quantity
 from domain.state import ClusterState
 
@@ -75,6 +76,7 @@ def take_cluster(state: ClusterState) -> dict[str, Any]:
         "eventsSinceMarker": state.events_since_marker,
         "counters": dict(sorted(state.counters.items())),
         "tombstones": sorted(state.tombstones),
+        "localQueueUsage": {key: usage.to_dict() for key, usage in sorted(state.local_queue_usage.items())},
         "objects": objects,
     }
 
@@ -103,6 +105,10 @@ def _restore_cluster(name: str, data: dict[str, Any]) -> ClusterState:
         tombstones=set(data["tombstones"]),
         counters=Counter(data["counters"]),
         events_since_marker=data["eventsSinceMarker"],
+        # Added within version 1: a snapshot without it had no usage sampled.
+        local_queue_usage={
+            ObjectKey(key): LocalQueueUsage.from_dict(usage) for key, usage in data.get("localQueueUsage", {}).items()
+        },
     )
     for entry in data["objects"]:
         obj = _object(entry["object"])

@@ -29,7 +29,7 @@ from domain.kinds import KubeObject
 from domain.lifecycle import job, pod_group, queue, workload
 from domain.lifecycle.catalog import MACHINES
 from domain.lifecycle.pod import PodFact
-from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
+from domain.lifecycle.status import LocalQueueUsage, MachineStatus, PodGroupStatusView, QueueStatusView
 from domain.lifecycle.table import IllegalTransition
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.core import Pod
@@ -55,12 +55,24 @@ class ClusterState:
     tombstones: set[str] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
     events_since_marker: int = 0
+    # Admission Fair Sharing: each LocalQueue's decayed usage, sampled by Kueue cycles.
+    local_queue_usage: dict[ObjectKey, LocalQueueUsage] = field(default_factory=dict)
     # Values derived from the objects above and memoised by the code that derives them (never
     # a fact of its own: dropping it changes no decision); not compared, printed or snapshotted.
     derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+    # Keys of the objects of a kind that watch events changed since the code memoising that
+    # kind last took them (``take_changed``); kept only for kinds someone takes. Derived too.
+    changed: dict[str, set[ObjectKey]] = field(default_factory=dict, repr=False, compare=False)
 
     def of_kind(self, kind: str) -> dict[ObjectKey, KubeObject]:
         return self.objects.setdefault(kind, {})
+
+    def take_changed(self, kind: str) -> set[ObjectKey]:
+        """The keys of ``kind`` changed (added, modified, deleted) since the last call; the
+        first call returns nothing and starts keeping them. For the one memo of that kind."""
+        keys = self.changed.get(kind, set())
+        self.changed[kind] = set()
+        return keys
 
     def pods(self) -> dict[ObjectKey, Pod]:
         return self.of_kind("Pod")  # type: ignore[return-value]
@@ -118,7 +130,21 @@ class ClusterState:
         if status is None or not self._step(status, PodFact.BIND_DECIDED, seq):
             return False
         status.node = node
+        status.nominated = ""
         return True
+
+    def decide_pipeline(self, pod: Pod, node: str) -> bool:
+        """Record that a pod is pipelined onto ``node`` (or, with "", no longer is); False if unchanged."""
+        status = self.status_of(pod)
+        if status is None or status.nominated == node:
+            return False
+        status.nominated = node
+        return True
+
+    def nominated_node(self, pod: Pod) -> str:
+        """The node a pending pod is pipelined onto, waiting for preemption to release room there."""
+        status = self.status_of(pod)
+        return status.nominated if status is not None and status.uid == pod.metadata.uid else ""
 
     def decide_pod_group_status(self, group: KubeObject, view: PodGroupStatusView, seq: int) -> bool:
         """Fold a PodGroupStatus decision; False (recorded) if its phase is illegal now."""
@@ -157,6 +183,14 @@ class ClusterState:
         holds = status.phase in workload.HOLDS_QUOTA
         status.unhealthy_nodes = view.unhealthy_nodes if holds else ()
         status.needs_second_pass = holds and workload.needs_second_pass(view)
+        if not status.needs_second_pass:  # its backoff ends with the need
+            status.second_pass_failures, status.second_pass_at = 0, None
+
+    def decide_second_pass_backoff(self, wl: Workload, failures: int, at: datetime) -> None:
+        """Fold a failed second pass (S3): ``failures`` so far; the next waits for ``at``."""
+        status = self.status_of(wl)
+        if status is not None and status.needs_second_pass:
+            status.second_pass_failures, status.second_pass_at = failures, at
 
     def decide_evict(self, pod: Pod) -> bool:
         """Record an Evict decision; False when the pod was evicted already."""
@@ -209,11 +243,23 @@ class ClusterState:
             status.phase, status.since_seq, status.since = target, seq, self.clock
         return True
 
+    def decide_local_queue_usage(self, key: ObjectKey, usage: LocalQueueUsage) -> None:
+        """Fold a LocalQueue's new Admission Fair Sharing usage (a sample or an entry penalty)."""
+        self.local_queue_usage[key] = usage
+
     def _forget(self, kind: str, key: ObjectKey, uid: str) -> None:
+        self._note_change(kind, key)
         self.of_kind(kind).pop(key, None)
         self.machines.get(kind, {}).pop(key, None)
+        if kind == "LocalQueue":
+            self.local_queue_usage.pop(key, None)
         if uid:
             self.tombstones.add(uid)
+
+    def _note_change(self, kind: str, key: ObjectKey) -> None:
+        keys = self.changed.get(kind)
+        if keys is not None:
+            keys.add(key)
 
     def _apply_watch(self, event: WatchEvent, seq: int) -> None:
         obj = event.obj
@@ -256,6 +302,7 @@ class ClusterState:
                 if isinstance(current, Workload) and current.status != obj.status:
                     status.workload = None  # the cluster's newer status supersedes the one we decided
                 self._sync_second_pass(status, status.workload or workload.view_of(obj))
+        self._note_change(kind, key)
         self.of_kind(kind)[key] = obj
         if isinstance(obj, Pod) and obj.spec.node_name and status is not None:
             status.node = ""

@@ -53,6 +53,7 @@ def replay(
 ) -> None:
     """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
     from services.inputs import read_records
+    from services.progress import bar
     from services.replay import StoreNotEmpty, replay_records
 
     settings = Settings.from_env()
@@ -68,7 +69,10 @@ def replay(
         with open(out_path, "wb") as out:
             if rejects_path:
                 rejects = open(rejects_path, "wb")  # noqa: SIM115 - closed below
-            summary = replay_records(records, out, config=config, rejects_out=rejects, db_url=db_url)
+            with bar("replay", len(records)) as progress:
+                summary = replay_records(
+                    records, out, config=config, rejects_out=rejects, db_url=db_url, progress=progress
+                )
     except OSError as exc:
         raise click.FileError(getattr(exc, "filename", None) or out_path, hint=exc.strerror or str(exc)) from None
     except StoreNotEmpty as exc:
@@ -161,13 +165,31 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
 @config_option
 @click.option("--period", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds of simulated time between SCHEDULE markers.")  # fmt: skip
+@click.option("--scheduler", type=click.Choice(["volcano", "kueue"]), default="volcano", show_default=True,
+              help="Jobs that name no scheduler become Volcano PodGroups or Kueue Workloads.")  # fmt: skip
+@click.option(
+    "--queues",
+    "queues_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kueue flavors, cohorts, ClusterQueues and LocalQueues (YAML); default: one ClusterQueue per queue.",
+)
 @click.option(
     "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run directory."
 )
 def simulate(
-    trace: Path, *, fmt: str, nodes_path: Path | None, config_path: Path | None, period: float, out_dir: Path
+    trace: Path,
+    *,
+    fmt: str,
+    nodes_path: Path | None,
+    config_path: Path | None,
+    period: float,
+    scheduler: str,
+    queues_path: Path | None,
+    out_dir: Path,
 ) -> None:
     """Run TRACE on a simulated cluster under the scheduler and the FCFS and EASY baselines."""
+    from services.progress import bar
+    from services.simulate import quota
     from services.simulate.metrics import table
     from services.simulate.run import load
     from services.simulate.run import simulate as run_simulation
@@ -176,7 +198,18 @@ def simulate(
     config = load_config(config_path)
     try:
         jobs, nodes = load(trace, fmt, nodes_path)  # type: ignore[arg-type]
-        result = run_simulation(jobs, nodes, config, out_dir, period=period)
+        kueue_objects = quota.read(queues_path) if queues_path is not None else None
+        with bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
+            result = run_simulation(
+                jobs,
+                nodes,
+                config,
+                out_dir,
+                period=period,
+                scheduler=scheduler,
+                kueue_objects=kueue_objects,
+                progress=progress,
+            )
     except TraceError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

@@ -15,6 +15,7 @@ from typing import BinaryIO
 from domain.scheduler.config import SchedulerConfig
 from services.inputs import marker_clusters, read_records
 from services.pipeline import CLOCK_NONE, CLOCK_STREAM, Pipeline, Record, Reject, encode_decision
+from services.progress import Report, silent
 from services.store.store import Store
 
 CHUNK = 1000
@@ -49,7 +50,9 @@ def replay_records(
     config: SchedulerConfig,
     rejects_out: BinaryIO | None = None,
     db_url: str = "sqlite://",
+    progress: Report = silent,
 ) -> ReplaySummary:
+    """Fold ``records`` through a Pipeline on a new store; ``progress`` hears the records done."""
     store = Store(db_url)
     try:
         store.upgrade()
@@ -70,6 +73,7 @@ def replay_records(
                 summary.rejects.append(reject)
                 if rejects_out is not None:
                     rejects_out.write(reject.to_json() + b"\n")
+            progress(min(start + CHUNK, len(records)), "")
         return summary
     finally:
         store.close()

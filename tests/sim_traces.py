@@ -32,3 +32,15 @@ PREEMPTION = Trace(
     ),
     THREE_NODES[:2],
 )
+
+# Kueue: two 4-cpu nodes, one ClusterQueue "team" (derived: the whole 8 cpu). low (2 pods of
+# 2 cpu) and mid (1 pod) are admitted; high (2 pods, priority 100) preempts mid, the lowest
+# priority that frees enough, and mid runs again after high has finished.
+KUEUE = Trace(
+    (
+        Job("low", 0, 100, tasks=2, requests={"cpu": "2"}, queue="team", priority=1, scheduler="kueue"),
+        Job("mid", 1, 10, requests={"cpu": "2"}, queue="team", priority=1, scheduler="kueue"),
+        Job("high", 5, 20, tasks=2, requests={"cpu": "2"}, queue="team", priority=100, scheduler="kueue"),
+    ),
+    THREE_NODES[:2],
+)

@@ -11,15 +11,18 @@ evicts its victims and gets quota only in a later cycle, once they released it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.kueue import fair_preemption, fair_sharing, preemption, topology
+from domain.kueue import admission_fair_sharing, fair_preemption, fair_sharing, preemption, topology
+from domain.kueue.admission_fair_sharing import AdmissionFairSharing
 from domain.kueue.fair_sharing import FairSharing
 from domain.kueue.flavor_assigner import Assignment, Mode, assign
-from domain.kueue.queue import waiting_by_queue
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.queue import backing_off, waiting_by_queue
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workload_status import Outbox, admitted, waiting
+from domain.kueue.workloads import WorkloadInfo
 from domain.objects.kueue import ClusterQueue
 from domain.objects.meta import ObjectKey
 
@@ -43,9 +46,12 @@ class Entry:
         return (self.borrows, -self.info.priority, self.info.created, self.info.key)
 
 
-def run(snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None) -> None:
-    # 1. Gather each ClusterQueue's waiting workloads; those without a usable queue wait with why.
-    queues = waiting_by_queue(snap, box)
+def run(
+    snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None, afs: AdmissionFairSharing | None = None
+) -> None:
+    # 1. Gather each ClusterQueue's waiting workloads (with Admission Fair Sharing, the least
+    #    used LocalQueue's first); those without a usable queue wait with why.
+    queues = waiting_by_queue(snap, box, afs)
     # 2. Nominate at most one head per queue, by its queueing strategy.
     entries = [e for name in sorted(queues) if (e := _nominate(snap, box, snap.queues[name], queues[name], fair))]
     # 3. Process the heads in order against the snapshot, which each admission updates; with
@@ -54,7 +60,7 @@ def run(snap: KueueSnapshot, box: Outbox, fair: FairSharing | None = None) -> No
     entries.sort(key=Entry.order)
     while entries:
         entry = entries.pop(0) if fair is None else _lowest_share(snap, entries)
-        _process(snap, box, entry, targeted, fair)
+        _process(snap, box, entry, targeted, fair=fair, afs=afs)
 
 
 def _lowest_share(snap: KueueSnapshot, entries: list[Entry]) -> Entry:
@@ -82,23 +88,26 @@ def _can_go(
 
 
 def _nominate(
-    snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: list[WorkloadInfo], fair: FairSharing | None
+    snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: Iterator[WorkloadInfo], fair: FairSharing | None
 ) -> Entry | None:
     strict = cq.spec.queueing_strategy == "StrictFIFO"
     failed: dict[tuple[object, ...], str] = {}  # shapes that did not fit this cycle, and why
-    for index, info in enumerate(infos):
-        message = failed.get(info.shape())
+    for info in infos:
+        if info.key in box.touched or backing_off(snap, info):
+            continue
+        message = failed.get(info.shape)
         if message is None:
             assignment = assign(snap, info, cq)
             if _can_go(snap, cq, info, assignment, fair):
                 node = snap.tree.queues[cq.metadata.name]
                 return Entry(info, cq, assignment, assignment.borrows(node))
-            message = failed[info.shape()] = assignment.message
+            message = failed[info.shape] = assignment.message
         box.status(info, waiting(info.view, PENDING, message), PENDING)
         if strict:
             message = f"Waiting behind the head of StrictFIFO ClusterQueue {cq.metadata.name}"
-            for behind in infos[index + 1 :]:
-                box.status(behind, waiting(behind.view, PENDING, message), PENDING)
+            for behind in infos:
+                if not backing_off(snap, behind):
+                    box.status(behind, waiting(behind.view, PENDING, message), PENDING)
             return None
     return None
 
@@ -109,14 +118,24 @@ def _backoff_ended(info: WorkloadInfo) -> bool:
 
 
 def _process(
-    snap: KueueSnapshot, box: Outbox, entry: Entry, targeted: set[ObjectKey], fair: FairSharing | None
+    snap: KueueSnapshot,
+    box: Outbox,
+    entry: Entry,
+    targeted: set[ObjectKey],
+    *,
+    fair: FairSharing | None,
+    afs: AdmissionFairSharing | None,
 ) -> None:
     info, cq = entry.info, entry.cq
     assignment = assign(snap, info, cq)
     if assignment.mode >= Mode.BORROW:
-        view = admitted(info.view, cq.metadata.name, assignment.admission(cq.metadata.name), _backoff_ended(info))
+        flavors = {f for psa in assignment.pod_sets for f in psa.flavors.values()}
+        admission = assignment.admission(cq.metadata.name)
+        view = admitted(info.view, cq.metadata.name, admission, _backoff_ended(info), cq.spec.checks_for(flavors))
         if box.status(info, view, "QuotaReserved"):
             snap.charge(info, +1)
+            if afs is not None and admission_fair_sharing.applies(cq):
+                admission_fair_sharing.penalize(snap, afs, info)
             full = {p.name: p.per_pod for p in info.pod_sets}
             for psa in assignment.pod_sets:
                 if psa.placement is not None:

@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain.decisions import Decision
-from domain.kueue import admission, eviction, fair_sharing, second_pass, snapshot
+from domain.kueue import (
+    admission,
+    admission_checks,
+    admission_fair_sharing,
+    eviction,
+    fair_sharing,
+    second_pass,
+    snapshot,
+)
 from domain.kueue.workload_status import Outbox
 from domain.state import ClusterState
 
@@ -24,8 +32,15 @@ def run(state: ClusterState, settings: Mapping[str, Any], *, seq: int) -> list[D
     box = Outbox(snap, seq)
     # 2. Lifecycle: release evicted quota (phase two), deactivation, drains, PodsReady timeouts.
     eviction.run(snap, box, settings)
-    # 3. S3 second pass: re-place pods of failed nodes, then mark newly failed nodes.
+    # 3. Admission checks: evict on Retry, admit once all are Ready (delayed topology waits for 4).
+    admission_checks.run(snap, box)
+    # 4. S3 second pass: place delayed topologies, re-place pods of failed nodes, mark failed nodes.
     second_pass.run(snap, box, fail_fast=bool(settings.get("failFast")))
-    # 4. Admission: one head per ClusterQueue, preemption when allowed (fair sharing if enabled).
-    admission.run(snap, box, fair_sharing.from_settings(settings))
+    # 5. Admission Fair Sharing: sample the LocalQueues' usage when their interval has passed.
+    afs = admission_fair_sharing.from_settings(settings)
+    if afs is not None:
+        admission_fair_sharing.sample(snap, afs)
+    # 6. Admission: one head per ClusterQueue, preemption when allowed (fair sharing if enabled),
+    #    the least used LocalQueue's workloads first where Admission Fair Sharing applies.
+    admission.run(snap, box, fair_sharing.from_settings(settings), afs)
     return box.out

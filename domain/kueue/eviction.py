@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
-from domain.lifecycle.workload import WorkloadPhase
+from domain.kueue.workloads import WorkloadInfo
+from domain.lifecycle.workload import WorkloadPhase, is_active
 
 DEACTIVATED = "Deactivated"
 _BACKOFF = frozenset({"PodsReadyTimeout"})
@@ -40,7 +41,7 @@ def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
         if info.view.is_true("Evicted") and not _has_running_pods(snap, info):
             _release(snap, box, info, settings)
     # 2. Deactivate inactive workloads; requeue reactivated ones.
-    for info in snap.workloads:
+    for info in snap.flagged():
         _activation(box, info)
     # 3. Drain HoldAndDrain ClusterQueues.
     for info in snap.holders():
@@ -92,21 +93,15 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Map
 
 def _activation(box: Outbox, info: WorkloadInfo) -> None:
     view = info.view
-    if view.is_true("Finished"):
-        return
     evicted = view.condition("Evicted")
-    if not info.obj.spec.active and not view.is_true("Evicted"):
+    active = is_active(info.obj.spec.active, view)
+    if not active and not view.is_true("Evicted"):
         message = "The workload is deactivated"
         if info.holds_quota():
             box.evict(info, DEACTIVATED, message)
         else:
             box.status(info, with_conditions(view, Evicted=("True", DEACTIVATED, message)), DEACTIVATED)
-    elif (
-        info.obj.spec.active
-        and evicted is not None
-        and evicted[1:3] == ("True", DEACTIVATED)
-        and not info.holds_quota()
-    ):
+    elif active and evicted is not None and evicted[1:3] == ("True", DEACTIVATED) and not info.holds_quota():
         reactivated = with_conditions(
             view,
             Evicted=("False", "Reactivated", "The workload was reactivated"),

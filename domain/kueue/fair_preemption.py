@@ -13,7 +13,8 @@ from domain.kueue import fair_sharing
 from domain.kueue.fair_sharing import STRATEGIES, FairSharing
 from domain.kueue.preemption import Target, _candidates, _fits, _is_borrowing
 from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workloads import WorkloadInfo
 from domain.objects.kueue import ClusterQueue
 
 FAIR_REASON = "InCohortFairSharing"

@@ -41,8 +41,8 @@ def from_settings(settings: Mapping[str, Any]) -> FairSharing | None:
     fair = settings.get("fairSharing") or {}
     if not fair.get("enable"):
         return None
-    names = tuple(str(s) for s in fair.get("preemptionStrategies") or DEFAULT_STRATEGIES)
-    return FairSharing(tuple(s for s in names if s in STRATEGIES) or DEFAULT_STRATEGIES)
+    # The configuration loader allows only names of STRATEGIES, in Kueue's combinations.
+    return FairSharing(tuple(fair.get("preemptionStrategies") or DEFAULT_STRATEGIES))
 
 
 def weight(snap: KueueSnapshot, node: QuotaNode) -> int:

@@ -2,7 +2,8 @@
 flavor (in the group's order) where the podSet's requests fit, as Kueue's flavor assigner with
 the default fungibility: a flavor that fits, with or without borrowing, ends the search; one
 that fits only by preempting is remembered while later flavors are tried; a TAS flavor also
-needs a topology placement. The workload's mode is the worst of its podSets'."""
+needs a topology placement, unless a ProvisioningRequest check delays it to the second pass.
+The workload's mode is the worst of its podSets'."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from enum import IntEnum
 from typing import Any
 
 from domain.kueue import topology
+from domain.kueue.admission_checks import delays_topology
 from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot, PodSetRequest, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import Placement
+from domain.kueue.workloads import PodSetRequest, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, PodSet, ResourceFlavor
 from domain.quantity import PODS, ResourceList, format_milli
 
@@ -33,6 +36,7 @@ class PodSetAssignment:
     pod_set: PodSetRequest
     flavors: dict[str, str] = field(default_factory=dict)
     placement: Placement | None = None
+    delayed: bool = False  # a TAS flavor whose topology waits for a ProvisioningRequest check
 
     def usage(self) -> dict[FlavorResource, int]:
         return {(f, r): self.pod_set.per_pod.get(r, 0) * self.pod_set.count for r, f in self.flavors.items()}
@@ -48,6 +52,8 @@ class PodSetAssignment:
         }
         if self.placement is not None:
             out["topologyAssignment"] = self.placement.assignment
+        if self.delayed:
+            out["delayedTopologyRequest"] = "Pending"
         return out
 
 
@@ -103,7 +109,6 @@ def _requests(cq: ClusterQueue, pod_set: PodSetRequest) -> tuple[ResourceList, l
 
 def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignment:
     """The best assignment for ``info`` in ``cq`` against the snapshot's usage now."""
-    node = snap.tree.queues[cq.metadata.name]
     taken: dict[FlavorResource, int] = {}
     result = Assignment([], Mode.FIT, "")
     for spec, request in zip(info.obj.spec.pod_sets, info.pod_sets, strict=True):
@@ -119,7 +124,7 @@ def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignm
                 continue
             picked = _pick(
                 snap,
-                node,
+                cq,
                 group.flavors,
                 spec=spec,
                 requests=(request, psa.pod_set),
@@ -133,6 +138,7 @@ def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignm
                 break
             psa.flavors.update(dict.fromkeys(wanted, flavor_name))
             psa.placement = psa.placement or placement
+            psa.delayed = psa.delayed or _delayed(snap, cq, flavor_name)
         result.pod_sets.append(psa)
         for fr, amount in psa.usage().items():
             taken[fr] = taken.get(fr, 0) + amount
@@ -143,9 +149,13 @@ def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignm
     return result
 
 
+def _delayed(snap: KueueSnapshot, cq: ClusterQueue, flavor: str) -> bool:
+    return bool(snap.flavors[flavor].spec.topology_name) and delays_topology(snap, cq, flavor)
+
+
 def _pick(
     snap: KueueSnapshot,
-    node: QuotaNode,
+    cq: ClusterQueue,
     flavors: list[Any],
     *,
     spec: PodSet,
@@ -156,6 +166,7 @@ def _pick(
 ) -> tuple[Mode, str, Placement | None]:
     """The first flavor that fits (``requests``: the podSet's full requests, and those the queue covers)."""
     full, pod_set = requests
+    node = snap.tree.queues[cq.metadata.name]
     best: tuple[Mode, str, Placement | None] = (Mode.NO_FIT, "", None)
     for quotas in flavors:
         flavor = snap.flavors[quotas.name]
@@ -171,7 +182,7 @@ def _pick(
                 messages.append(_why(node, fr, amount, fr_mode))
             mode = min(mode, fr_mode)
         placement: Placement | None = None
-        if mode >= Mode.BORROW and flavor.spec.topology_name:
+        if mode >= Mode.BORROW and flavor.spec.topology_name and not _delayed(snap, cq, quotas.name):
             found = topology.place(
                 snap, flavor, spec.template.spec, full.per_pod, count=full.count, request=spec.topology_request
             )

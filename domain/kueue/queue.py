@@ -1,11 +1,19 @@
 """Queues: which ClusterQueue a workload waits in (through its LocalQueue), whether that queue
 can admit it (exists, active, namespace selector), and each queue's waiting workloads in
-Kueue's order (priority, then creation, then name)."""
+Kueue's order (priority, then creation, then name; with Admission Fair Sharing, the
+LocalQueue's usage first)."""
 
 from __future__ import annotations
 
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+import heapq
+from collections.abc import Iterator
+from datetime import datetime
+
+from domain.kueue import admission_fair_sharing
+from domain.kueue.admission_fair_sharing import AdmissionFairSharing
+from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workload_status import Outbox, waiting
+from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, LabelSelector
 from domain.objects.meta import ObjectKey
 
@@ -42,12 +50,12 @@ def inactive_reason(snap: KueueSnapshot, cq: ClusterQueue) -> str:
     return ""
 
 
-def resolve(snap: KueueSnapshot, info: WorkloadInfo) -> ClusterQueue | str:
-    """The ClusterQueue that may admit ``info``, or why none may."""
-    namespace = info.obj.metadata.namespace
-    lq = snap.local_queues.get(ObjectKey(f"{namespace}/{info.obj.spec.queue_name}"))
+def resolve(snap: KueueSnapshot, local_queue: LocalQueueRef) -> ClusterQueue | str:
+    """The ClusterQueue that may admit the workloads of ``local_queue``, or why none may."""
+    namespace, name = local_queue
+    lq = snap.local_queues.get(ObjectKey(f"{namespace}/{name}"))
     if lq is None:
-        return f"LocalQueue {info.obj.spec.queue_name} doesn't exist"
+        return f"LocalQueue {name} doesn't exist"
     cq = snap.queues.get(lq.spec.cluster_queue)
     if cq is None:
         return f"ClusterQueue {lq.spec.cluster_queue} doesn't exist"
@@ -60,25 +68,47 @@ def resolve(snap: KueueSnapshot, info: WorkloadInfo) -> ClusterQueue | str:
     return cq
 
 
-def is_waiting(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
-    """In a queue: active, not finished, without quota, and not backing off."""
-    view = info.view
-    if not info.obj.spec.active or view.is_true("Finished") or view.is_true("QuotaReserved"):
-        return False
-    return view.requeue_at is None or view.requeue_at <= snap.clock
+def backing_off(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
+    """Requeued with a backoff that has not ended: not in its queue yet."""
+    return info.view.requeue_at is not None and info.view.requeue_at > snap.clock
 
 
-def waiting_by_queue(snap: KueueSnapshot, box: Outbox) -> dict[str, list[WorkloadInfo]]:
-    """Each ClusterQueue's waiting workloads in queue order; those with no usable queue are told why."""
-    queues: dict[str, list[WorkloadInfo]] = {}
-    for info in snap.workloads:
-        if info.key in box.touched or not is_waiting(snap, info):
-            continue
-        found = resolve(snap, info)
+def waiting_by_queue(
+    snap: KueueSnapshot, box: Outbox, afs: AdmissionFairSharing | None = None
+) -> dict[str, Iterator[WorkloadInfo]]:
+    """Each ClusterQueue's workloads without quota, in queue order, to be walked before any is
+    admitted (some may be backing off); those whose LocalQueue cannot admit them are told why,
+    in key order. With Admission Fair Sharing on a ClusterQueue, its LocalQueues' workloads are
+    merged by their LocalQueue's usage first."""
+    by_queue: dict[str, list[Iterator[WorkloadInfo]]] = {}
+    refused: list[tuple[WorkloadInfo, str]] = []
+    for local_queue, infos in snap.queued():
+        found = resolve(snap, local_queue)
         if isinstance(found, str):
-            box.status(info, waiting(info.view, INADMISSIBLE, found), INADMISSIBLE)
-            continue
-        queues.setdefault(found.metadata.name, []).append(info)
-    for infos in queues.values():
-        infos.sort(key=WorkloadInfo.order)
-    return queues
+            refused.extend((info, found) for info in infos)
+        else:
+            by_queue.setdefault(found.metadata.name, []).append(infos)
+    for info, why in sorted(refused, key=lambda item: item[0].key):
+        if info.key not in box.touched and not backing_off(snap, info):
+            box.status(info, waiting(info.view, INADMISSIBLE, why), INADMISSIBLE)
+    return {name: its[0] if len(its) == 1 else _merge(snap, name, its, afs) for name, its in by_queue.items()}
+
+
+def _merge(
+    snap: KueueSnapshot, name: str, its: list[Iterator[WorkloadInfo]], afs: AdmissionFairSharing | None
+) -> Iterator[WorkloadInfo]:
+    if afs is None or not admission_fair_sharing.applies(snap.queues[name]):
+        return heapq.merge(*its, key=_order)
+    usage: dict[LocalQueueRef, float] = {}
+
+    def by_usage(info: WorkloadInfo) -> tuple[float, int, datetime, str]:
+        ref = info.local_queue
+        if ref not in usage:
+            usage[ref] = admission_fair_sharing.weighted_usage(snap, afs, ref)
+        return (usage[ref], *info.order)
+
+    return heapq.merge(*its, key=by_usage)
+
+
+def _order(info: WorkloadInfo) -> tuple[int, datetime, str]:
+    return info.order

@@ -1,12 +1,24 @@
-"""Second pass (SEEDS S3): TAS node-failure replacement for admitted workloads.
+"""Second pass (SEEDS S3): delayed topology placement and TAS node-failure replacement.
+
+A workload whose TAS podSets were reserved without a topology (a ProvisioningRequest check
+guards the flavor, see ``admission_checks``) gets it here once every check is Ready: the
+podSets are placed in live node capacity and the workload is admitted in the same write
+(``delayedTopologyRequest: Ready``); if they do not fit yet it keeps its quota, its status says
+why (``Admitted=False``, reason PendingDelayedTopologyRequests) and it backs off.
 
 A node fails when its DELETED event arrives or its Ready condition is False or Unknown. Every
 admitted workload whose topology assignment names a failed node lists it in
 ``unhealthyNodes`` (and drops a node that recovered); folding that status sets the machine's
 ``needs_second_pass`` by the rule in ``domain.lifecycle.workload``. In a later cycle, a
-workload that needs a second pass gets just the pods of the failed nodes re-placed, inside the
+workload that needs a second pass gets just the pods of the failed node re-placed, inside the
 required domain and without preemption, in one write that also clears ``unhealthyNodes``; if
-they do not fit, fail-fast evicts it (NodeFailures), otherwise it is tried again next cycle.
+they do not fit, fail-fast evicts it (NodeFailures), otherwise it backs off. As in Kueue, only
+one failed node is replaced: a second failed node in the same assignment evicts the workload
+(NodeFailures) whatever fail-fast says.
+
+Backoff is Kueue's second-pass queue on the scheduler clock, held in the machine status: after
+the n-th failed attempt the next waits 2^n s, at most 30 s (the first attempt is made in the
+next cycle, where Kueue waits its initial 1 s). It ends with the need for a second pass.
 Finished, evicted or unreserved workloads never qualify: the machine cleared the field in the
 transition that finished, evicted or released them.
 """
@@ -15,15 +27,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from domain.kueue import topology
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
-from domain.kueue.workload_status import Outbox
+from domain.kueue.admission_checks import admitted_message
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workload_status import Outbox, with_conditions
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
-from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts
+from domain.lifecycle.status import MachineStatus
+from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts, topology_pending
 from domain.objects.kueue import PodSet
 from domain.objects.meta import ObjectKey
+
+MAX_BACKOFF_SECONDS = 30
+DELAYED = "PendingDelayedTopologyRequests"
+MULTIPLE_FAILURES = "Workload eviction triggered due to multiple TAS assigned node failures, including"
 
 
 def _failed(snap: KueueSnapshot, host: str) -> bool:
@@ -31,22 +51,73 @@ def _failed(snap: KueueSnapshot, host: str) -> bool:
 
 
 def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
-    # 1. Re-place the pods of workloads marked in an earlier cycle.
-    for info in snap.holders():
-        status = snap.state.status_of(info.obj)
-        if status is not None and status.needs_second_pass and info.key not in box.touched:
-            _replace(snap, box, info, frozenset(status.unhealthy_nodes), fail_fast)
-    # 2. Mark the failed (and unmark the recovered) nodes of admitted workloads.
+    # 1. Mark the failed (and unmark the recovered) nodes of admitted workloads; a second evicts.
     for info in snap.holders():
         view = info.view
         if not view.is_true("Admitted") or view.is_true("Evicted"):
             continue
         failed = tuple(sorted(h for h in assigned_hosts(view.admission) if _failed(snap, h)))
-        if failed != view.unhealthy_nodes:
+        if len(failed) > 1:
+            box.evict(info, "NodeFailures", f"{MULTIPLE_FAILURES}: {', '.join(failed)}")
+        elif failed != view.unhealthy_nodes:
             box.status(info, dataclasses.replace(view, unhealthy_nodes=failed), "UnhealthyNodes")
+    # 2. Place delayed topologies whose checks are Ready; re-place the pods of a failed node.
+    for info in snap.holders():
+        status = snap.state.status_of(info.obj)
+        if status is None or not status.needs_second_pass or info.key in box.touched:
+            continue
+        if status.second_pass_at is not None and snap.clock < status.second_pass_at:
+            continue  # backing off
+        if topology_pending(info.view.admission):
+            placed = _place_delayed(snap, box, info)
+        else:
+            placed = _replace(snap, box, info, frozenset(status.unhealthy_nodes), fail_fast)
+        if not placed:
+            _back_off(snap, info, status)
 
 
-def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: frozenset[str], fail_fast: bool) -> None:
+def _back_off(snap: KueueSnapshot, info: WorkloadInfo, status: MachineStatus) -> None:
+    failures = status.second_pass_failures + 1
+    delay = timedelta(seconds=min(2**failures, MAX_BACKOFF_SECONDS))
+    snap.state.decide_second_pass_backoff(info.obj, failures, snap.clock + delay)
+
+
+def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool:
+    """Every check is Ready: place the delayed podSets and admit, in one write; False when they
+    do not fit yet: the workload keeps its quota and its status says why."""
+    admission = dict(info.view.admission or {})
+    specs = {p.name: p for p in info.obj.spec.pod_sets}
+    requests = {p.name: p.per_pod for p in info.pod_sets}
+    assignments: list[dict[str, Any]] = []
+    placements: list[tuple[topology.Placement, str]] = []
+    for psa in admission.get("podSetAssignments", ()):
+        spec = specs.get(psa.get("name", ""))
+        if psa.get("delayedTopologyRequest") != "Pending" or psa.get("topologyAssignment") or spec is None:
+            assignments.append(dict(psa))
+            continue
+        flavor = next((snap.flavors.get(f) for f in (psa.get("flavors") or {}).values() if f in snap.flavors), None)
+        count = int(psa.get("count", spec.count))
+        found: topology.Placement | str = "flavor not found"
+        if flavor is not None:
+            request = spec.topology_request
+            found = topology.place(snap, flavor, spec.template.spec, requests[spec.name], count=count, request=request)
+        if isinstance(found, str):
+            why = f"There are pending delayed topology requests: podSet {spec.name}: {found}"
+            box.status(info, with_conditions(info.view, Admitted=("False", DELAYED, why)), DELAYED)
+            return False
+        assignments.append({**psa, "topologyAssignment": found.assignment, "delayedTopologyRequest": "Ready"})
+        placements.append((found, spec.name))
+    placed = {**admission, "podSetAssignments": assignments}
+    view = with_conditions(info.view, Admitted=admitted_message(info.admitted_to))
+    if box.status(info, dataclasses.replace(view, admission=placed), "Admitted"):
+        for placement, name in placements:
+            topology.reserve(snap, placement, requests[name])
+    return True
+
+
+def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: frozenset[str], fail_fast: bool) -> bool:
+    """Re-place the pods of the failed node, in one write; False when they do not fit and
+    fail-fast is off (the workload runs on, short of those pods, and backs off)."""
     admission = dict(info.view.admission or {})
     specs = {p.name: p for p in info.obj.spec.pod_sets}
     requests = {p.name: p.per_pod for p in info.pod_sets}
@@ -58,7 +129,7 @@ def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: fr
             if fail_fast:
                 message = f"Workload was evicted as there was no replacement for a failed node: {result}"
                 box.evict(info, "NodeFailures", message)
-            return
+            return fail_fast
         new_psa, placement = result
         replaced.append(new_psa)
         if placement is not None:
@@ -67,6 +138,7 @@ def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: fr
     if box.status(info, view, "NodeReplaced"):
         for placement, name in placements:
             topology.reserve(snap, placement, requests[name])
+    return True
 
 
 def _replace_pod_set(

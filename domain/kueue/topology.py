@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import HOSTNAME_LABEL
 from domain.objects.core import Node, PodSpec
 from domain.objects.kueue import PodSetTopologyRequest, ResourceFlavor

@@ -13,10 +13,13 @@ from typing import Any
 
 from domain import decisions
 from domain.decisions import Decision, DecisionKind, ObjectRef
-from domain.kueue.snapshot import KueueSnapshot, WorkloadInfo
+from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import Conditions, WorkloadView
+from domain.objects import topology_assignment
 from domain.objects.meta import ObjectKey
 
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
 Update = tuple[str, str, str]
 """(status, reason, message) of one condition."""
 
@@ -43,30 +46,37 @@ def _previously(view: WorkloadView, condition: str) -> Update | None:
     return ("False", "QuotaReserved", f"Previously: {current[3]}")
 
 
-def admitted(view: WorkloadView, cluster_queue: str, admission: Mapping[str, Any], requeued: bool) -> WorkloadView:
-    """Quota reserved and admitted in one write; ``requeued`` when a backoff just ended."""
+def admitted(
+    view: WorkloadView, cluster_queue: str, admission: Mapping[str, Any], requeued: bool, checks: list[str]
+) -> WorkloadView:
+    """Quota reserved, and admitted in the same write unless admission ``checks`` must pass
+    first (they start Pending); ``requeued`` when a backoff just ended."""
     updates: dict[str, Update | None] = {
         "QuotaReserved": ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
-        "Admitted": ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}"),
         "Evicted": _previously(view, "Evicted"),
         "Preempted": _previously(view, "Preempted"),
     }
+    if not checks:
+        updates["Admitted"] = ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}")
     if requeued:
         updates["Requeued"] = ("True", "BackoffFinished", "The workload backoff was finished")
     updated = with_conditions(view, **updates)
-    return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=())
+    pending = tuple((name, "Pending") for name in checks)
+    return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=(), admission_checks=pending)
 
 
 def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
-    """Not admitted this cycle: QuotaReserved=False with why."""
+    """Not admitted this cycle: QuotaReserved=False with why (``view`` itself if it says so already)."""
+    if view.condition("QuotaReserved") == ("QuotaReserved", "False", reason, message):
+        return view
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
 
-def evicted(view: WorkloadView, reason: str, message: str, preempted: Update | None = None) -> WorkloadView:
-    """Phase one of a release: Evicted=True; the quota stays reserved until the pods are gone."""
-    updated = with_conditions(view, Evicted=("True", reason, message))
-    if preempted is not None:
-        updated = with_conditions(updated, Preempted=preempted)
+def evicted(view: WorkloadView, reason: str, message: str, **conditions: Update | None) -> WorkloadView:
+    """Phase one of a release: Evicted=True, and the other ``conditions`` given (those that are
+    not None) that tell its cause; the quota stays reserved until the pods are gone."""
+    causes = {name: update for name, update in conditions.items() if update is not None}
+    updated = with_conditions(view, Evicted=("True", reason, message), **causes)
     return dataclasses.replace(updated, unhealthy_nodes=())
 
 
@@ -78,7 +88,10 @@ def released(view: WorkloadView, requeued: Update, count: int, at: datetime | No
         Admitted=("False", "NoReservation", "The workload has no reservation"),
         Requeued=requeued,
     )
-    return dataclasses.replace(updated, admission=None, unhealthy_nodes=(), requeue_count=count, requeue_at=at)
+    checks = tuple((name, "Pending") for name, _ in view.admission_checks)  # checks start over
+    return dataclasses.replace(
+        updated, admission=None, unhealthy_nodes=(), admission_checks=checks, requeue_count=count, requeue_at=at
+    )
 
 
 def iso(at: datetime) -> str:
@@ -88,6 +101,19 @@ def iso(at: datetime) -> str:
 def _eviction_message(view: WorkloadView) -> str:
     condition = view.condition("Evicted")
     return condition[3] if condition is not None else "The workload was evicted"
+
+
+def _admission_json(admission: Mapping[str, Any] | None, api_version: str) -> Mapping[str, Any] | None:
+    """The admission as the workload's API version spells it: v1beta2 compresses topology assignments."""
+    if admission is None or api_version != V1BETA2:
+        return admission
+    assignments = [
+        {**p, "topologyAssignment": topology_assignment.to_slices(p["topologyAssignment"])}
+        if p.get("topologyAssignment")
+        else p
+        for p in admission.get("podSetAssignments") or ()
+    ]
+    return {**admission, "podSetAssignments": assignments}
 
 
 def _conditions_json(conditions: Conditions) -> list[dict[str, str]]:
@@ -105,15 +131,18 @@ class Outbox:
 
     def status(self, info: WorkloadInfo, view: WorkloadView, reason: str) -> bool:
         """Write ``view`` if it differs from the workload's status; True if written."""
-        if view == info.view or info.key in self.touched:
+        if view is info.view or view == info.view or info.key in self.touched:
             return False
         state = self.snap.state
         if not state.decide_workload_status(info.obj, view, self.seq):
             return False
         self.touched.add(info.key)
         info.view = view
-        self.snap.status_changed()
-        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": view.admission}
+        self.snap.status_changed(info)
+        admission = _admission_json(view.admission, info.obj.api_version)
+        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": admission}
+        if view.admission_checks:
+            fields["admissionChecks"] = [{"name": n, "state": s} for n, s in view.admission_checks]
         if view.unhealthy_nodes:
             fields["unhealthyNodes"] = [{"name": n} for n in view.unhealthy_nodes]
         if view.requeue_count or view.requeue_at:
@@ -125,10 +154,18 @@ class Outbox:
         return True
 
     def evict(
-        self, info: WorkloadInfo, reason: str, message: str, preempted: Update | None = None, **extra: str
+        self,
+        info: WorkloadInfo,
+        reason: str,
+        message: str,
+        preempted: Update | None = None,
+        cause: tuple[str, Update] | None = None,
+        **extra: str,
     ) -> bool:
-        """Evict a workload that holds quota: its Evicted status, then the ``Evict`` decision."""
-        if not self.status(info, evicted(info.view, reason, message, preempted), reason):
+        """Evict a workload that holds quota: its Evicted status (with ``Preempted``, or the
+        condition named by ``cause``, in the same write), then the ``Evict`` decision."""
+        conditions = {"Preempted": preempted, **dict([cause] if cause else [])}
+        if not self.status(info, evicted(info.view, reason, message, **conditions), reason):
             return False
         ref = ObjectRef.of(info.obj)
         self.out.append(

@@ -15,15 +15,17 @@ in the very transition that makes it obsolete; no annotation carries it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from domain.lifecycle.table import Lifecycle, Row
+from domain.objects import topology_assignment
 from domain.objects.kueue import Workload
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+DEACTIVATION_TARGET = "DeactivationTarget"
 Conditions = tuple[tuple[str, str, str, str], ...]
 """((type, status, reason, message), ...) in a fixed order, compared for change detection."""
 
@@ -138,12 +140,20 @@ class WorkloadView:
     admission_checks: tuple[tuple[str, str], ...] = ()
     requeue_count: int = 0
     requeue_at: datetime | None = None
+    _by_type: dict[str, tuple[str, str, str, str]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_type: dict[str, tuple[str, str, str, str]] = {}
+        for c in self.conditions:
+            by_type.setdefault(c[0], c)
+        object.__setattr__(self, "_by_type", by_type)
 
     def is_true(self, condition: str) -> bool:
-        return any(t == condition and s == "True" for t, s, _, _ in self.conditions)
+        found = self._by_type.get(condition)
+        return found is not None and found[1] == "True"
 
     def condition(self, condition: str) -> tuple[str, str, str, str] | None:
-        return next((c for c in self.conditions if c[0] == condition), None)
+        return self._by_type.get(condition)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,13 +178,13 @@ class WorkloadView:
 
 
 def view_of(workload: Workload) -> WorkloadView:
-    """The status the cluster holds for ``workload``."""
+    """The status the cluster holds for ``workload`` (its topology assignments in the v1beta1 form)."""
     status = workload.status
     requeue = status.requeue_state or {}
     requeue_at = requeue.get("requeueAt")
     return WorkloadView(
         conditions=tuple((c.type, c.status, c.reason, c.message) for c in status.conditions),
-        admission=status.admission,
+        admission=_with_domains(status.admission),
         unhealthy_nodes=tuple(str(n.get("name", "")) for n in status.unhealthy_nodes),
         admission_checks=tuple((str(c.get("name", "")), str(c.get("state", ""))) for c in status.admission_checks),
         requeue_count=int(requeue.get("count") or 0),
@@ -182,11 +192,32 @@ def view_of(workload: Workload) -> WorkloadView:
     )
 
 
+def _with_domains(admission: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``admission`` with every topology assignment in the v1beta1 form (v1beta2 sends slices)."""
+    psas = (admission or {}).get("podSetAssignments") or ()
+    if not any("slices" in (p.get("topologyAssignment") or {}) for p in psas):
+        return admission
+    assignments = [
+        {**p, "topologyAssignment": topology_assignment.to_domains(p["topologyAssignment"])}
+        if p.get("topologyAssignment")
+        else p
+        for p in psas
+    ]
+    return {**(admission or {}), "podSetAssignments": assignments}
+
+
+def is_active(active: bool, view: WorkloadView) -> bool:
+    """``spec.active``, unless the status asks for deactivation (``DeactivationTarget=True``,
+    e.g. a rejected admission check): Kueue would set spec.active=false, which we cannot write,
+    so the condition stands for it until the cluster shows a status without it."""
+    return active and not view.is_true(DEACTIVATION_TARGET)
+
+
 def fact_of(active: bool, view: WorkloadView) -> WorkloadFact:
     """The fact a status shows, in Kueue's precedence."""
     if view.is_true("Finished"):
         return F.OBSERVED_FINISHED
-    if not active:
+    if not is_active(active, view):
         return F.OBSERVED_DEACTIVATED
     for condition, fact in _PRECEDENCE:
         if view.is_true(condition):
@@ -209,6 +240,12 @@ def assigned_hosts(admission: Mapping[str, Any] | None) -> frozenset[str]:
     return frozenset(hosts)
 
 
+def topology_pending(admission: Mapping[str, Any] | None) -> bool:
+    """A podSet's topology assignment was delayed (ProvisioningRequest) and is not made yet."""
+    psas = (admission or {}).get("podSetAssignments", ())
+    return any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+
+
 def needs_second_pass(view: WorkloadView) -> bool:
     """S3, Kueue's rule after #5585: only a workload that holds quota (so is not on hold,
     which is QuotaReserved=False/OnHold), is not Finished and not Evicted, and either waits for
@@ -217,12 +254,11 @@ def needs_second_pass(view: WorkloadView) -> bool:
     if view.is_true("Finished") or view.is_true("Evicted") or not view.is_true("QuotaReserved"):
         return False
     admitted = view.is_true("Admitted")
-    psas = (view.admission or {}).get("podSetAssignments", ())
     delayed = (
         not admitted
         and bool(view.admission_checks)
         and all(state == "Ready" for _, state in view.admission_checks)
-        and any(p.get("delayedTopologyRequest") == "Pending" and not p.get("topologyAssignment") for p in psas)
+        and topology_pending(view.admission)
     )
     failed = admitted and bool(set(view.unhealthy_nodes) & assigned_hosts(view.admission))
     return delayed or failed

@@ -1,4 +1,5 @@
-"""Core Kubernetes kinds (v1 Namespace, Node, Pod) and the pod spec that templates reuse."""
+"""Core Kubernetes kinds (v1 Namespace, Node, Pod, scheduling.k8s.io/v1 PriorityClass) and the pod
+spec that templates reuse."""
 
 from __future__ import annotations
 
@@ -115,6 +116,7 @@ class PodSpec(Struct, rename="camel", frozen=True, kw_only=True):
     node_name: str = ""
     priority: int | None = None
     priority_class_name: str = ""
+    preemption_policy: str = ""  # "Never": the pod never preempts or reclaims for itself
 
     def requests(self) -> ResourceList:
         """Effective request: max(sum of containers, each init container), plus one pod."""
@@ -123,6 +125,16 @@ class PodSpec(Struct, rename="camel", frozen=True, kw_only=True):
             total = quantity.max_lists(total, init.requests())
         total[quantity.PODS] = total.get(quantity.PODS, 0) + quantity.MILLI
         return total
+
+
+class PriorityClass(Struct, rename="camel", frozen=True, kw_only=True):
+    """A named priority; Volcano gives a PodGroup naming it this ``value`` as its job's priority."""
+
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    value: int = 0
+    global_default: bool = False
 
 
 class PodTemplate(Struct, rename="camel", frozen=True, kw_only=True):

@@ -1,9 +1,10 @@
 """Kueue kinds (kueue.x-k8s.io v1beta1 and v1beta2): ResourceFlavor, Topology, Cohort,
-ClusterQueue, LocalQueue and Workload. Where v1beta2 renamed a field (``cohort`` ->
+ClusterQueue, LocalQueue, AdmissionCheck and Workload. Where v1beta2 renamed a field (``cohort`` ->
 ``cohortName``, ``parent`` -> ``parentName``) both spellings are accepted."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from msgspec import Struct
@@ -102,18 +103,40 @@ class LabelSelector(Struct, rename="camel", frozen=True, kw_only=True):
     match_expressions: list[LabelSelectorRequirement] = []
 
 
+class AdmissionCheckStrategyRule(Struct, rename="camel", frozen=True, kw_only=True):
+    name: str
+    on_flavors: list[str] = []  # empty: every flavor
+
+
+class AdmissionChecksStrategy(Struct, rename="camel", frozen=True, kw_only=True):
+    admission_checks: list[AdmissionCheckStrategyRule] = []
+
+
+class AdmissionScope(Struct, rename="camel", frozen=True, kw_only=True):
+    admission_mode: str = "NoAdmissionFairSharing"  # or UsageBasedAdmissionFairSharing (KEP-4136)
+
+
 class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     cohort_name: str = ""
     cohort: str = ""
     resource_groups: list[ResourceGroup] = []
+    admission_checks: list[str] = []
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
     queueing_strategy: str = "BestEffortFIFO"
     preemption: ClusterQueuePreemption = ClusterQueuePreemption()
     namespace_selector: LabelSelector | None = None
     stop_policy: str = "None"
     fair_sharing: FairSharing | None = None
+    admission_scope: AdmissionScope | None = None
 
     def cohort_of(self) -> str:
         return self.cohort_name or self.cohort
+
+    def checks_for(self, flavors: set[str]) -> list[str]:
+        """The admission checks a workload assigned ``flavors`` must pass, sorted."""
+        rules = self.admission_checks_strategy.admission_checks if self.admission_checks_strategy else []
+        names = {*self.admission_checks, *(r.name for r in rules if not r.on_flavors or flavors & set(r.on_flavors))}
+        return sorted(names)
 
 
 class ClusterQueue(Struct, rename="camel", frozen=True, kw_only=True):
@@ -123,8 +146,33 @@ class ClusterQueue(Struct, rename="camel", frozen=True, kw_only=True):
     spec: ClusterQueueSpec = ClusterQueueSpec()
 
 
+class AdmissionCheckSpec(Struct, rename="camel", frozen=True, kw_only=True):
+    controller_name: str = ""
+
+
+class AdmissionCheck(Struct, rename="camel", frozen=True, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+    spec: AdmissionCheckSpec = AdmissionCheckSpec()
+
+
 class LocalQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     cluster_queue: str = ""
+    fair_sharing: FairSharing | None = None
+
+
+class AdmissionFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    consumed_resources: dict[str, Quantity] = {}
+    last_update: datetime | None = None
+
+
+class LocalQueueFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
+
+
+class LocalQueueStatus(Struct, rename="camel", frozen=True, kw_only=True):
+    fair_sharing: LocalQueueFairSharingStatus | None = None
 
 
 class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
@@ -132,6 +180,7 @@ class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
     kind: str
     metadata: ObjectMeta
     spec: LocalQueueSpec = LocalQueueSpec()
+    status: LocalQueueStatus = LocalQueueStatus()
 
 
 class PodSetTopologyRequest(Struct, rename="camel", frozen=True, kw_only=True):

@@ -15,6 +15,7 @@ NETWORK_TOPOLOGY_ANNOTATION = "volcano.sh/network-topology"
 class NetworkTopologySpec(Struct, rename="camel", frozen=True, kw_only=True):
     mode: str = "hard"
     highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""  # instead of highestTierAllowed: the tier whose HyperNodes carry this tierName
 
 
 class SubGroupPolicy(Struct, rename="camel", frozen=True, kw_only=True):
@@ -58,6 +59,7 @@ class QueueGuarantee(Struct, rename="camel", frozen=True, kw_only=True):
 class QueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     parent: str = ""
     weight: int = 1
+    priority: int = 0
     capability: dict[str, Quantity] = {}
     deserved: dict[str, Quantity] = {}
     guarantee: QueueGuarantee = QueueGuarantee()
@@ -136,6 +138,7 @@ class HyperNodeMember(Struct, rename="camel", frozen=True, kw_only=True):
 
 class HyperNodeSpec(Struct, rename="camel", frozen=True, kw_only=True):
     tier: int
+    tier_name: str = ""
     members: list[HyperNodeMember] = []
 
 

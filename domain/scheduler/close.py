@@ -4,7 +4,8 @@ change (CONTRACT section 2), and never for a gang with no tasks or on its way ou
 
 A PodGroup's phase follows Volcano's session close: Running once minMember members are placed
 (Completed once enough succeeded and all finished), else Inqueue if it was admitted, else
-Pending; a gang that waits carries an ``Unschedulable`` condition saying why.
+Pending; a gang that waits carries an ``Unschedulable`` condition saying why, with reason
+``WaitingForPreemption`` when its members are pipelined onto nodes its victims are leaving.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import PodGroupStatusView, QueueStatusView
 from domain.objects.volcano import PodGroup
-from domain.reasons import Reason, most_severe
+from domain.reasons import Reason, gang_pipelined, gang_unschedulable, most_severe
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import PLACED, JobInfo, QueueInfo, TaskStatus
 from domain.state import ClusterState
@@ -32,6 +33,9 @@ def placements(state: ClusterState, session: Session, seq: int) -> list[Decision
     for task, reason in session.found.evictions:
         if state.decide_evict(task.pod):
             out.append(decisions.make(state.name, seq, DecisionKind.EVICT, ObjectRef.of(task.pod), reason))
+    # Where each pipelined task waits (or that it no longer does) is the state's, for later cycles.
+    for task in [*session.snapshot.pipelined, *session.found.pipelines]:
+        state.decide_pipeline(task.pod, task.node if task.status is TaskStatus.PIPELINED else "")
     return out
 
 
@@ -50,11 +54,9 @@ def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak:
         fits = session.found.fits[job.key]
         placed = sum(1 for t in job.tasks if t.status in PLACED)
         unready = max(job.min_member - placed - session.found.tentative.get(job.key, 0), len(fits))
-        counts: dict[str, int] = {}
-        for summary in fits.values():
-            counts[summary.top()] = counts.get(summary.top(), 0) + 1
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
-        message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {reasons}"
+        # Tasks in the job's (name) order: the first one that found no node gives the node summary.
+        failed = [(t.pod.metadata.name, fits[t.key]) for t in job.tasks if t.key in fits]
+        message = gang_unschedulable(unready, len(job.tasks), failed)
     else:
         message = verdict.message
     return (phase, (("Unschedulable", "True", verdict.reason.value, message),))
@@ -67,8 +69,14 @@ def _view(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: in
     finished = all(t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) for t in tasks)
     if succeeded and finished and succeeded >= job.min_member:
         return ("Completed", ())
-    if sum(1 for t in tasks if t.status in PLACED) >= job.min_member:
+    placed = sum(1 for t in tasks if t.status in PLACED)
+    if placed >= job.min_member:
         return ("Running", (_SCHEDULED,))
+    pipelined = [t for t in tasks if t.status is TaskStatus.PIPELINED]
+    if pipelined and placed + len(pipelined) >= job.min_member:
+        phase = "Inqueue" if job.phase is PodGroupPhase.INQUEUE else "Pending"
+        message = gang_pipelined(len(pipelined), len(tasks), sorted({t.node for t in pipelined}))
+        return (phase, (("Unschedulable", "True", Reason.WAITING_FOR_PREEMPTION.value, message),))
     if not any(t.status is TaskStatus.PENDING for t in tasks) and job.key not in session.found.verdicts:
         return baseline  # nothing was tried for it in this cycle: nothing new to say
     return _waiting(session, job, baseline, peak)

@@ -7,6 +7,7 @@ never silently changes scheduling.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,16 @@ _KUEUE_KEYS: dict[str, frozenset[str] | None] = {
     "fairSharing": frozenset({"enable", "preemptionStrategies"}),
     "waitForPodsReady": frozenset({"enable", "timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}),
     "failFast": None,
+    "admissionFairSharing": frozenset({"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}),
 }
+# A Go duration as Kueue's configuration spells one ("168h", "5m", "1m30s", "0s").
+_DURATION = re.compile(r"0|(\d+(\.\d+)?(h|m|s|ms))+")
+# Kueue accepts one strategy, or both in this order (its configuration validation).
+_PREEMPTION_STRATEGIES = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
 
 
 class ConfigError(ValueError):
@@ -111,7 +121,46 @@ def _kueue(kueue: Any) -> Mapping[str, Any]:
             if not isinstance(value, Mapping):
                 raise ConfigError(f"'kueue.{key}' must be a mapping")
             _unknown("key", value, allowed, f"'kueue.{key}'")
+    _preemption_strategies((kueue.get("fairSharing") or {}).get("preemptionStrategies"))
+    _admission_fair_sharing(kueue.get("admissionFairSharing") or {})
     return kueue
+
+
+def _admission_fair_sharing(afs: Mapping[str, Any]) -> None:
+    for key in ("usageHalfLifeTime", "usageSamplingInterval"):
+        value = afs.get(key)
+        if value is not None and not (isinstance(value, str) and _DURATION.fullmatch(value)):
+            raise ConfigError(
+                f"'kueue.admissionFairSharing.{key}' must be a duration such as '168h' or '5m', not {value!r}"
+            )
+    if afs.get("usageSamplingInterval") is not None and not any(c in "123456789" for c in afs["usageSamplingInterval"]):
+        raise ConfigError("'kueue.admissionFairSharing.usageSamplingInterval' must be longer than 0")
+    weights = afs.get("resourceWeights")
+    if weights is None:
+        return
+    where = "'kueue.admissionFairSharing.resourceWeights'"
+    if not isinstance(weights, Mapping):
+        raise ConfigError(f"{where} must be a mapping of resource names to weights")
+    for name, weight in weights.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            raise ConfigError(f"{where}: the weight of {name!r} must be a number of at least 0, not {weight!r}")
+
+
+def _preemption_strategies(value: Any) -> None:
+    if value is None or value == []:  # Kueue's default: both, in order
+        return
+    where = "'kueue.fairSharing.preemptionStrategies'"
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strategy names")
+    names = sorted({n for allowed in _PREEMPTION_STRATEGIES for n in allowed})
+    bad = [v for v in value if v not in names]
+    if bad:
+        raise ConfigError(
+            f"unknown preemption strategy {', '.join(repr(b) for b in bad)} in {where}; allowed: {', '.join(names)}"
+        )
+    if tuple(value) not in _PREEMPTION_STRATEGIES:
+        allowed = " or ".join(f"[{', '.join(a)}]" for a in _PREEMPTION_STRATEGIES)
+        raise ConfigError(f"{where} must be {allowed}, not [{', '.join(value)}]")
 
 
 def _tier(index: int, tier: Any) -> tuple[PluginConfig, ...]:

@@ -18,7 +18,15 @@ from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup
 from domain.quantity import ResourceList
-from domain.scheduler.topology import HYPERNODE, Domain, TopologyRequest, hyper_domains, label_domains, where_key
+from domain.scheduler.topology import (
+    HYPERNODE,
+    Domain,
+    TopologyRequest,
+    hyper_domains,
+    hyper_request,
+    label_domains,
+    where_key,
+)
 from domain.state import ClusterState
 
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belongs to (minTaskMember)
@@ -153,8 +161,7 @@ def _topology(group: PodGroup, label: str) -> TopologyRequest | None:
     spec = group.spec.network_topology
     if spec is None:
         return None
-    hard = spec.mode == "hard" and spec.highest_tier_allowed is not None
-    return TopologyRequest(hard=hard, highest_tier=spec.highest_tier_allowed, label="")
+    return hyper_request(spec)
 
 
 def group_facts(memo: Memo, group: PodGroup, label: str) -> GroupFacts:

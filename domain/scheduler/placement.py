@@ -87,17 +87,23 @@ def _leftover(session: Session, where: str) -> float:
     return total
 
 
-def candidate_domains(session: Session, request: TopologyRequest | None, placed: set[str]) -> list[Domain]:
-    """Domains a gang may be placed in: the right kind, allowed tier, holding its ``placed`` nodes."""
+def candidate_domains(
+    session: Session, request: TopologyRequest | None, placed: set[str], inside: frozenset[str] | None = None
+) -> list[Domain]:
+    """Domains a gang may be placed in: the right kind, allowed tier, holding its ``placed`` nodes,
+    and (for a sub-gang of a gang that must live in one domain) lying ``inside`` the gang's domain."""
     if request is None:
         return []
     snapshot = session.snapshot
     if request.label:
         domains = snapshot.ib_domains
     else:
-        limit = request.highest_tier
+        limit = request.limit(snapshot.hyper_domains)
         domains = [d for d in snapshot.hyper_domains if limit is None or d.tier <= limit]
-    return sorted((d for d in domains if placed <= d.nodes), key=lambda d: (d.tier, d.name))
+    return sorted(
+        (d for d in domains if placed <= d.nodes and (inside is None or d.nodes <= inside)),
+        key=lambda d: (d.tier, d.name),
+    )
 
 
 def place_in_domain(session: Session, job: JobInfo) -> tuple[Attempt | None, Verdict | None]:
@@ -120,37 +126,58 @@ def place_within(
     request: TopologyRequest | None,
     placed: set[str],
     ready: Callable[[], bool],
+    inside: frozenset[str] | None = None,
 ) -> tuple[Attempt | None, Verdict | None]:
-    """Try every allowed domain, lowest tier first; in the first tier where ``tasks`` fit (``ready``
-    holds), keep the best fit (least leftover capacity, then name) and place them there for real."""
-    domains = candidate_domains(session, request, placed)
+    """Place ``tasks`` in the best allowed domain (``best_domain``) for real, or say which fell short."""
+    domains = candidate_domains(session, request, placed, inside)
+
+    def attempt_in(domain: Domain) -> Attempt:
+        where = where_of(request, domain)
+        return place(session, job, tasks, session.snapshot.domain_nodes[where], where)
+
+    best, tries = best_domain(session, request, domains, attempt_in, ready)
+    if best is None:
+        return None, no_domain(request, len(tasks), domains, tries)
+    return attempt_in(best), None
+
+
+def best_domain(
+    session: Session,
+    request: TopologyRequest | None,
+    domains: list[Domain],
+    attempt_in: Callable[[Domain], Attempt],
+    ready: Callable[[], bool],
+) -> tuple[Domain | None, list[tuple[str, int]]]:
+    """Dry-run ``attempt_in`` in every domain, lowest tier first; in the first tier where it succeeds
+    (``ready`` holds, no queue limit refused it) the best fit wins: least leftover capacity, then name.
+    Also returns how many tasks each try placed, for the reason when none succeeds."""
     tries: list[tuple[str, int]] = []
     for tier in sorted({d.tier for d in domains}):
         fits: list[tuple[float, str, Domain]] = []
         for domain in (d for d in domains if d.tier == tier):
-            where = _where(request, domain)
-            attempt = place(session, job, tasks, session.snapshot.domain_nodes[where], where)
+            attempt = attempt_in(domain)
             if ready() and attempt.refused is None:
-                fits.append((_leftover(session, where), domain.name, domain))
+                fits.append((_leftover(session, where_of(request, domain)), domain.name, domain))
             tries.append((domain.name, attempt.statement.placed()))
             attempt.statement.discard()
         if fits:
-            _, _, best = min(fits, key=lambda f: (f[0], f[1]))
-            where = _where(request, best)
-            return place(session, job, tasks, session.snapshot.domain_nodes[where], where), None
-    return None, _no_domain(request, len(tasks), domains, tries)
+            return min(fits, key=lambda f: (f[0], f[1]))[2], tries
+    return None, tries
 
 
-def _where(request: TopologyRequest | None, domain: Domain) -> str:
+def where_of(request: TopologyRequest | None, domain: Domain) -> str:
+    """The snapshot's key for the nodes of ``domain`` as ``request`` names domains."""
     return where_key(request.label if request and request.label else HYPERNODE, domain)
 
 
-def _no_domain(
+def no_domain(
     request: TopologyRequest | None, wanted: int, domains: list[Domain], tries: list[tuple[str, int]]
 ) -> Verdict:
     kind = f"{request.label} value" if request and request.label else "HyperNode"
     if not domains:
         where = f" at tier <= {request.highest_tier}" if request and request.highest_tier is not None else ""
+        if request and request.tier_name:
+            where = f" up to tier {request.tier_name}"
         return Verdict(Reason.NO_TOPOLOGY_DOMAIN, f"no {kind}{where} holds the gang's nodes", "allocate")
     best = sorted(tries, key=lambda t: (-t[1], t[0]))[:3]
     detail = ", ".join(f"{name} fits {placed}/{wanted}" for name, placed in best)

@@ -10,7 +10,7 @@ from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
-from domain.scheduler.snapshot import JobInfo, Snapshot, TaskInfo
+from domain.scheduler.snapshot import JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
 
 
 def over(amount: Mapping[str, int], limit: Mapping[str, int], dims: set[str] | None = None) -> list[str]:
@@ -38,17 +38,72 @@ def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
     return out
 
 
+def requests(snapshot: Snapshot) -> dict[str, ResourceList]:
+    """What each queue's jobs hold and still ask for (allocated, pending and pipelined tasks)."""
+    out: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
+    for job in snapshot.jobs.values():
+        if job.queue in out:
+            quantity.add(out[job.queue], job.allocated)
+            for task in job.tasks:
+                if task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+                    quantity.add(out[job.queue], task.request)
+    return out
+
+
+def water_fill(
+    queues: list[QueueInfo],
+    amount: Mapping[str, int],
+    request: Mapping[str, ResourceList],
+    real: Mapping[str, ResourceList],
+) -> dict[str, ResourceList]:
+    """Split ``amount`` among ``queues`` by weight, each never above what it asks for (the rest goes
+    round again to the others) nor its real capability, and never below its guarantee. Integer
+    milli-units, so every replay computes the same shares."""
+    deserved: dict[str, ResourceList] = {q.name: {} for q in queues}
+    remaining = dict(amount)
+    unmet = {q.name for q in queues}
+    while unmet and any(v > 0 for v in remaining.values()):
+        weights = sum(q.weight for q in queues if q.name in unmet)
+        if weights <= 0:
+            break
+        given: ResourceList = {}
+        for queue in (q for q in queues if q.name in unmet):
+            old = deserved[queue.name]
+            new = {n: old.get(n, 0) + remaining.get(n, 0) * queue.weight // weights for n in remaining}
+            new = {n: min(v, request[queue.name].get(n, 0)) for n, v in lower(new, real.get(queue.name, {})).items()}
+            new = {n: max(new.get(n, 0), queue.guarantee.get(n, 0)) for n in set(new) | set(queue.guarantee)}
+            quantity.add(given, {n: new.get(n, 0) - old.get(n, 0) for n in new})
+            deserved[queue.name] = new
+            if new == old or not over(request[queue.name], new):
+                unmet.discard(queue.name)
+        if not any(given.values()):
+            break
+        remaining = {n: a - given.get(n, 0) for n, a in remaining.items()}
+    return deserved
+
+
+def priority(queue: QueueInfo) -> float:
+    """The first key of a queue order: a queue of higher ``spec.priority`` goes first, whatever its
+    share (upstream's proportion and capacity order)."""
+    return -float(queue.queue.spec.priority) if queue.queue is not None else 0.0
+
+
 def reclaimable_beyond_deserved(
     snapshot: Snapshot,
     used: Mapping[str, ResourceList],
     reclaimer: TaskInfo,
     candidates: list[TaskInfo],
     deserved: Callable[[str], Mapping[str, int]],
+    *,
+    partly: bool = False,
 ) -> list[TaskInfo]:
     """Volcano's reclaim rule, for proportion and capacity alike: a queue gives back only what it
-    holds beyond its deserved share, and only to a queue that is below its own."""
+    holds beyond its deserved share, and only to a queue that stays within its own with the task
+    (on every resource the task asks for, or with ``partly`` on at least one, as capacity has it)."""
     mine = snapshot.jobs[reclaimer.job].queue
-    if over(quantity.sum_lists([used[mine], reclaimer.request]), deserved(mine), requested(reclaimer)):
+    dims = requested(reclaimer)
+    short = over(quantity.sum_lists([used[mine], reclaimer.request]), deserved(mine), dims)
+    if short and not (partly and len(short) < len(dims)):
         return []
     spare = {name: dict(amount) for name, amount in used.items()}
     out = []
@@ -120,6 +175,8 @@ class Ledger:
                 quantity.add(self.inqueue[name], delta)
 
     def enqueue_shortfall(self, job: JobInfo, name: str, limit: Mapping[str, int]) -> list[str]:
-        """Resources where the job's minimum would push queue ``name`` past ``limit``."""
-        need = quantity.sum_lists([job.min_resources or {}, self.used[name], self.inqueue[name]])
-        return over(need, limit, set(job.min_resources or {}) - {quantity.PODS})
+        """Resources the job's minimum asks for where it would push queue ``name`` past ``limit``
+        (a resource it asks none of, as "0G", is not checked: upstream's LessEqualWithDimension)."""
+        minimum = job.min_resources or {}
+        need = quantity.sum_lists([minimum, self.used[name], self.inqueue[name]])
+        return over(need, limit, {n for n, a in minimum.items() if a > 0} - {quantity.PODS})

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from domain.objects.meta import ObjectKey
-from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
@@ -44,7 +43,7 @@ class Findings:
     verdicts: dict[ObjectKey, list[Verdict]] = field(default_factory=dict)
     fits: dict[ObjectKey, dict[ObjectKey, FitSummary]] = field(default_factory=dict)  # job -> task -> summary
     tentative: dict[ObjectKey, int] = field(default_factory=dict)  # most members placed in a discarded try
-    promised: dict[str, ResourceList] = field(default_factory=dict)  # node -> freed by victims, promised
+    pipelines: list[TaskInfo] = field(default_factory=list)  # tasks pipelined, or unpipelined, by a commit
 
     def refuse(self, job: JobInfo, verdict: Verdict) -> None:
         self.verdicts.setdefault(job.key, []).append(verdict)

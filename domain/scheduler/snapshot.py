@@ -17,7 +17,7 @@ from domain.lifecycle.job import JobPhase
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import MachineStatus
-from domain.objects.core import Pod
+from domain.objects.core import Pod, PriorityClass
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup, Queue
 from domain.quantity import ResourceList
@@ -45,6 +45,7 @@ class TaskStatus(StrEnum):
     """Where a task stands in this cycle, in Volcano's vocabulary."""
 
     PENDING = "Pending"  # ours, waiting for a node
+    PIPELINED = "Pipelined"  # waits on a node whose room preemption is releasing; holds that room
     ALLOCATED = "Allocated"  # placed in this cycle (tentatively until its statement commits)
     BOUND = "Bound"  # has a node, not running yet
     RUNNING = "Running"
@@ -101,6 +102,9 @@ class JobInfo:
     def placed(self) -> int:
         return sum(1 for t in self.tasks if t.status in PLACED)
 
+    def pipelined(self) -> list[TaskInfo]:
+        return [t for t in self.tasks if t.status is TaskStatus.PIPELINED]
+
     def nodes(self) -> set[str]:
         """Nodes its placed members run on: a topology domain must hold them too."""
         return {t.node for t in self.tasks if t.status in PLACED and t.node}
@@ -139,6 +143,7 @@ class Snapshot:
     domain_nodes: dict[str, list[NodeInfo]] = field(default_factory=dict)  # where-key -> its nodes, by name
     touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
     rebuilt: set[str] | None = None  # nodes built again since the last snapshot; None: all of them
+    pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
 
     def ancestors(self, name: str) -> list[QueueInfo]:
         """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
@@ -228,7 +233,20 @@ def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, 
     )  # fmt: skip
 
 
-def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[ObjectKey, JobInfo]:
+def _class_priority(state: ClusterState, name: str) -> int:
+    """The value of the PriorityClass ``name``; for an unknown one, the globalDefault class's value
+    (the lowest name when several claim it), else 0, as Volcano's cache gives a PodGroup."""
+    classes = state.objects.get("PriorityClass", {})
+    named = classes.get(name)
+    if isinstance(named, PriorityClass):
+        return named.value
+    defaults = sorted((k, c.value) for k, c in classes.items() if isinstance(c, PriorityClass) and c.global_default)
+    return defaults[0][1] if defaults else 0
+
+
+def _jobs(
+    state: ClusterState, config: SchedulerConfig, memo: Memo, pipelined: list[TaskInfo]
+) -> dict[ObjectKey, JobInfo]:
     groups = state.objects.get("PodGroup", {})
     machines = state.machines.get("Pod", {})
     jobs: dict[ObjectKey, JobInfo] = {}
@@ -253,14 +271,37 @@ def _jobs(state: ClusterState, config: SchedulerConfig, memo: Memo) -> dict[Obje
                 job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
             jobs[key] = job
         request = facts.request
+        if status is TaskStatus.PENDING:
+            # Pipelined by an earlier cycle's preemption: it holds the room being released for it.
+            node = state.nominated_node(pod)
+            status = TaskStatus.PIPELINED if node else status
         job.tasks.append(TaskInfo(pod_key, pod, key, request, status, node, facts.priority, facts.role))
+        if node and status is TaskStatus.PIPELINED:
+            pipelined.append(job.tasks[-1])
         job.priority = max(job.priority, facts.priority)
         if status in HOLDING:
             quantity.add(job.allocated, request)
     for job in jobs.values():
         if job.group is not None:
             job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
+            if job.group.spec.priority_class_name:
+                # Volcano's priority plugin orders by the PodGroup's class; without one, by the
+                # highest of its pods' priorities (which admission resolves from the same classes).
+                job.priority = _class_priority(state, job.group.spec.priority_class_name)
     return jobs
+
+
+def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
+    """A pipelined task takes its room on its node now, so nobody else uses what its victims
+    release; one whose node is gone waits as a pending task again."""
+    for task in pipelined:
+        node = snapshot.nodes.get(task.node)
+        if node is None:
+            task.status, task.node = TaskStatus.PENDING, ""
+            continue
+        quantity.add(node.idle, {k: -v for k, v in task.request.items()})
+        snapshot.touched.add(node.name)  # the next cycle's snapshot builds this node again
+        snapshot.pipelined.append(task)
 
 
 def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
@@ -268,7 +309,8 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     table = node_table(state, memo, config.ib_cluster_label)
     nodes = idle_nodes(state, memo, table)
     queues = _queues(state)
-    jobs = _jobs(state, config, memo)
+    pipelined: list[TaskInfo] = []
+    jobs = _jobs(state, config, memo, pipelined)
     forget_gone(memo, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
     for job in jobs.values():
         if job.allocated and job.queue in queues:
@@ -278,6 +320,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
     snapshot.rebuilt = memo.rebuilt
+    _hold_pipelined(snapshot, pipelined)
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():
         members = snapshot.domain_nodes[where] = [nodes[n] for n in names]

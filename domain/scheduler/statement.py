@@ -1,8 +1,10 @@
-"""Statement: tentative placements and evictions of one job, applied to the snapshot at once
-and either committed (they become decisions) or discarded (undone in reverse order).
+"""Statement: tentative placements, pipelines and evictions of one job, applied to the snapshot
+at once and either committed (they become decisions) or discarded (undone in reverse order).
 
 This is how a gang is all-or-nothing: allocate places the members one by one in a statement
-and commits only when the job is ready (Volcano's framework/statement.go).
+and commits only when the job is ready (Volcano's framework/statement.go). A pipelined task
+holds room on a node that evicted pods are still releasing: its node's idle shrinks as for a
+placement, but its queue is not charged until it binds (as Volcano's Pipelined status).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from domain.scheduler.snapshot import TaskInfo, TaskStatus
 class Operation(StrEnum):
     ALLOCATE = "Allocate"
     EVICT = "Evict"
+    PIPELINE = "Pipeline"
+    UNPIPELINE = "Unpipeline"  # a pipelined task gives its room back, to be placed afresh
 
 
 @dataclass
@@ -37,37 +41,61 @@ class Statement:
         task.status = TaskStatus.RELEASING
         self.operations.append((Operation.EVICT, task, reason))
 
+    def pipeline(self, task: TaskInfo, node: str) -> None:
+        self._hold(task, node, +1)
+        task.status, task.node = TaskStatus.PIPELINED, node
+        self.operations.append((Operation.PIPELINE, task, node))
+
+    def unpipeline(self, task: TaskInfo) -> None:
+        node = task.node
+        self._hold(task, node, -1)
+        task.status, task.node = TaskStatus.PENDING, ""
+        self.operations.append((Operation.UNPIPELINE, task, node))
+
     def placed(self) -> int:
         return sum(1 for op, _, _ in self.operations if op is Operation.ALLOCATE)
 
     def commit(self) -> None:
+        found = self.session.found
         for op, task, detail in self.operations:
             if op is Operation.ALLOCATE:
-                self.session.found.binds.append(task)
+                found.binds.append(task)
+            elif op is Operation.EVICT:
+                found.evictions.append((task, detail))
             else:
-                self.session.found.evictions.append((task, detail))
+                found.pipelines.append(task)  # close records where it waits, or that it no longer does
         self.operations = []
 
     def discard(self) -> None:
-        for op, task, _ in reversed(self.operations):
+        for op, task, node in reversed(self.operations):
             if op is Operation.ALLOCATE:
                 self._place(task, "", -1)
-            else:
+            elif op is Operation.EVICT:
                 task.status = self._prior.pop(id(task))
                 self._account(task, +1)
+            elif op is Operation.PIPELINE:
+                self._hold(task, node, -1)
+                task.status, task.node = TaskStatus.PENDING, ""
+            else:
+                self._hold(task, node, +1)
+                task.status, task.node = TaskStatus.PIPELINED, node
         self.operations = []
 
     def _place(self, task: TaskInfo, node: str, sign: int) -> None:
+        self._hold(task, node or task.node, sign)
+        task.status, task.node = (TaskStatus.ALLOCATED, node) if sign > 0 else (TaskStatus.PENDING, "")
+        self._account(task, sign)
+
+    def _hold(self, task: TaskInfo, node: str, sign: int) -> None:
+        """The task takes (+1) or gives back (-1) its request on ``node`` and in its domains."""
         snapshot = self.session.snapshot
-        info = snapshot.nodes[node or task.node]
+        info = snapshot.nodes[node]
         delta = {k: -sign * v for k, v in task.request.items()}
         quantity.add(info.idle, delta)
         snapshot.touched.add(info.name)  # the next cycle's snapshot builds this node again
         for where in snapshot.node_domains.get(info.name, ()):
             quantity.add(snapshot.domain_idle[where], delta)
         self.session.candidates.changed(info)
-        task.status, task.node = (TaskStatus.ALLOCATED, node) if sign > 0 else (TaskStatus.PENDING, "")
-        self._account(task, sign)
 
     def _account(self, task: TaskInfo, sign: int) -> None:
         snapshot = self.session.snapshot

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from domain.objects.volcano import PodGroup
-from domain.scheduler.topology import TopologyRequest
+from domain.scheduler.topology import TopologyRequest, hyper_request
 
 if TYPE_CHECKING:
     from domain.scheduler.snapshot import TaskInfo
@@ -44,10 +44,7 @@ def split(group: PodGroup | None, tasks: list[TaskInfo]) -> tuple[list[SubGroup]
             sub = out.get(name)
             if sub is None:
                 spec = policy.network_topology
-                request = None
-                if spec is not None:
-                    hard = spec.mode == "hard" and spec.highest_tier_allowed is not None
-                    request = TopologyRequest(hard=hard, highest_tier=spec.highest_tier_allowed, label="")
+                request = None if spec is None else hyper_request(spec)
                 sub = out[name] = SubGroup(name, policy.name, max(policy.sub_group_size or 1, 1), request)
             sub.tasks.append(task)
             break

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from domain.objects.volcano import HyperNode, HyperNodeMember
+from domain.objects.volcano import HyperNode, HyperNodeMember, NetworkTopologySpec
 
 
 class Labelled(Protocol):
@@ -27,6 +27,7 @@ class Domain:
     name: str
     tier: int
     nodes: frozenset[str]
+    tier_name: str = ""  # the HyperNode's spec.tierName
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,19 @@ class TopologyRequest:
     hard: bool  # the gang must fit inside one domain, or it waits
     highest_tier: int | None  # HyperNode domains above this tier are not allowed
     label: str  # the node label naming IB clusters, or "" for HyperNodes
+    tier_name: str = ""  # highestTierName: the highest tier given by its HyperNodes' tierName
+
+    def limit(self, domains: Iterable[Domain]) -> int | None:
+        """The highest tier allowed (None: any); a tier name no HyperNode carries allows none."""
+        if not self.tier_name:
+            return self.highest_tier
+        return min((d.tier for d in domains if d.tier_name == self.tier_name), default=-1)
+
+
+def hyper_request(spec: NetworkTopologySpec) -> TopologyRequest:
+    """A PodGroup's or sub-group's spec.networkTopology: hard needs a highest tier, by number or name."""
+    bounded = spec.highest_tier_allowed is not None or bool(spec.highest_tier_name)
+    return TopologyRequest(spec.mode == "hard" and bounded, spec.highest_tier_allowed, "", spec.highest_tier_name)
 
 
 HYPERNODE = "hypernode"
@@ -90,6 +104,6 @@ def hyper_domains(hypernodes: Iterable[object], nodes: Iterable[Labelled]) -> li
         return resolved[name]
 
     return sorted(
-        (Domain(name, h.spec.tier, resolve(name, frozenset())) for name, h in by_name.items()),
+        (Domain(name, h.spec.tier, resolve(name, frozenset()), h.spec.tier_name) for name, h in by_name.items()),
         key=lambda d: (d.tier, d.name),
     )

@@ -85,6 +85,7 @@ class _Baseline:
     waiting: list[Job] = field(default_factory=list)
     running: dict[str, _Running] = field(default_factory=dict)
     allocated: ResourceList = field(default_factory=dict)
+    by_queue: dict[str, ResourceList] = field(default_factory=dict)
     events: list[tuple[float, int, int, str]] = field(default_factory=list)  # (time, kind, order, job id)
     order: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -106,6 +107,7 @@ class _Baseline:
         self.running[job.id] = _Running(end, job, placement)
         self.outcome.jobs[job.id].start = now
         add(self.allocated, self._usage(job, 1))
+        add(self.by_queue.setdefault(job.queue, {}), self._usage(job, 1))
         if end is not None:
             heapq.heappush(self.events, (end, _FINISH, next(self.order), job.id))
 
@@ -113,6 +115,7 @@ class _Baseline:
         done = self.running.pop(job_id)
         self.cluster.release(done.placement, self.requests[job_id])
         add(self.allocated, self._usage(done.job, -1))
+        add(self.by_queue[done.job.queue], self._usage(done.job, -1))
         self.outcome.jobs[job_id].end = now
 
     def shadow(self, head: Job) -> tuple[float, list[ResourceList]] | None:
@@ -180,7 +183,7 @@ class _Baseline:
                 else:
                     self.waiting.append(jobs[job_id])
             self.schedule(now)
-            self.outcome.track(now, self.allocated, len(self.waiting))
+            self.outcome.track(now, self.allocated, len(self.waiting), self.by_queue)
         return self.outcome
 
 

@@ -37,8 +37,12 @@ class EventQueue:
 
 
 def marker_after(time: float, period: float) -> float:
-    """The marker closing the period that holds ``time``: events at k*period belong to period k."""
-    return (math.floor(time / period) + 1) * period
+    """The marker closing the period that holds ``time``: events at k*period belong to period k.
+
+    ``time / period`` is rounded to nanoticks first: a marker's own time, k*period in floating
+    point, may divide back to a hair under k (43 * 0.1 / 0.1 < 43), and must not get a second
+    marker at the same instant."""
+    return (math.floor(round(time / period, 9)) + 1) * period
 
 
 def wall(seconds: float, start: datetime = START) -> str:

@@ -14,8 +14,9 @@ would:
 * ``Evict``: the pod is deleted (MODIFIED with ``deletionTimestamp``, then DELETED) and its
   controller recreates it under the same name with a new uid: the task starts over.
 
-Other decisions (Job and Workload statuses, Rejects) have no object here to act on; they are
-counted in ``ignored``.
+Jobs for Kueue are Workloads instead, and ``WorkloadStatus`` and a Workload's ``Evict`` act on
+them as ``workloads`` describes. Other decisions (Job statuses, Rejects) have no object here to
+act on; they are counted in ``ignored``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
@@ -37,6 +38,9 @@ from services.simulate.clock import EventQueue, wall
 from services.simulate.outcome import JobRecord, Outcome
 from services.traces.events import PODGROUP_API, node_manifest, pod_group_manifest, pod_manifest, pod_name
 from services.traces.model import Job, Node
+
+if TYPE_CHECKING:
+    from services.simulate.workloads import Admitted, SimWorkloads
 
 POLICY = "schedstream"
 _UIDS = uuid.UUID("0b7e3c52-3f5e-4d8a-9a4b-5e2f6c1d7a90")
@@ -52,6 +56,7 @@ class SimPod:
     created: float = 0.0
     node: str = ""
     phase: str = "Pending"
+    admitted: Admitted | None = None  # None: a Volcano pod of its job's PodGroup; else a Kueue job's
 
     @property
     def name(self) -> str:
@@ -64,6 +69,8 @@ class SimGroup:
     record: JobRecord
     pods: list[SimPod]
     status: dict[str, Any] = field(default_factory=dict)
+    waiting: bool = True  # counted in the cluster's waiting jobs: not started, or evicted since
+    admissions: int = 0  # Kueue admissions so far (each creates the pods anew)
 
 
 class SimCluster:
@@ -78,6 +85,7 @@ class SimCluster:
         *,
         cluster: str = "default",
         namespace: str = "default",
+        scheduler: str = "volcano",
     ) -> None:
         self.engine = Engine(config, on_markers=lambda _: True)
         self.events_out = events_out
@@ -85,12 +93,15 @@ class SimCluster:
         self.cluster = cluster
         self.namespace = namespace
         self.nodes = nodes
+        self.scheduler = scheduler  # renders the jobs that do not name their own
+        self.workloads: SimWorkloads | None = None  # set before the first Kueue job arrives
         self.now = 0.0
         self.changed_since: float | None = None  # earliest change the scheduler has not cycled over
         self.queue = EventQueue()
         self.groups: dict[str, SimGroup] = {}
         self.pods: dict[str, SimPod] = {}
         self.allocated: ResourceList = {}
+        self.queue_allocated: dict[str, ResourceList] = {}  # per job queue (Volcano Queue or LocalQueue)
         self.waiting = 0
         self.ignored: Counter[str] = Counter()
         capacity: ResourceList = {}
@@ -143,7 +154,7 @@ class SimCluster:
         return decisions
 
     def _track(self) -> None:
-        self.outcome.track(self.now, self.allocated, self.waiting)
+        self.outcome.track(self.now, self.allocated, self.waiting, self.queue_allocated)
 
     # -- objects ----------------------------------------------------------------------------
 
@@ -160,13 +171,31 @@ class SimCluster:
         meta = self._meta("Queue", name, 0, namespaced=False)
         return {"apiVersion": PODGROUP_API, "kind": "Queue", "metadata": meta, "spec": {"weight": 1}, "status": status}
 
+    def add_objects(self, objects: list[dict[str, Any]]) -> None:
+        """Cluster policy objects (Kueue's flavors and queues), namespaced ones in ours."""
+        for obj in objects:
+            namespaced = obj["kind"] == "LocalQueue"
+            meta = {**self._meta(obj["kind"], obj["metadata"]["name"], 0, namespaced=namespaced), **obj["metadata"]}
+            self._emit("ADDED", {**obj, "metadata": meta})
+
+    def is_kueue(self, job: Job) -> bool:
+        return (job.scheduler or self.scheduler) == "kueue"
+
     def submit(self, job: Job) -> None:
-        """The job's PodGroup, then its pending Pods, at the current time (its submit time)."""
+        """The job's PodGroup, then its pending Pods, at the current time (its submit time);
+        for Kueue, its Workload (pods come with the admission)."""
         requests = {name: parse_milli(amount) for name, amount in job.requests.items()}
-        pods = [SimPod(job, index, requests, created=self.now) for index in range(job.tasks)]
+        kueue = self.is_kueue(job)
+        pods = [] if kueue else [SimPod(job, index, requests, created=self.now) for index in range(job.tasks)]
         group = SimGroup(job, JobRecord(job), pods)
         self.groups[job.id] = group
         self.outcome.jobs[job.id] = group.record
+        if kueue:
+            assert self.workloads is not None
+            self._emit("ADDED", self.workloads.workload_object(group))
+            self.waiting += 1
+            self._track()
+            return
         self._emit("ADDED", self._group_object(group))
         for pod in pods:
             self.pods[pod.name] = pod
@@ -181,7 +210,10 @@ class SimCluster:
         return manifest
 
     def _pod_object(self, pod: SimPod, *, deleting: bool = False) -> dict[str, Any]:
-        manifest = pod_manifest(pod.job, self._meta("Pod", pod.name, pod.created, pod.attempt))
+        if pod.admitted is not None and self.workloads is not None:
+            manifest = self.workloads.pod_object(pod, pod.admitted)
+        else:
+            manifest = pod_manifest(pod.job, self._meta("Pod", pod.name, pod.created, pod.attempt))
         if pod.node:
             manifest["spec"]["nodeName"] = pod.node
         manifest["status"] = {"phase": pod.phase}
@@ -200,26 +232,33 @@ class SimCluster:
         elif decision.kind is DecisionKind.QUEUE_STATUS:
             status = {"state": decision.fields["state"], "allocated": decision.fields["allocated"]}
             self._emit("MODIFIED", self._queue_object(target.name, status))
-        elif decision.kind is DecisionKind.EVICT and target.name in self.pods:
+        elif decision.kind is DecisionKind.EVICT and target.kind == "Pod" and target.name in self.pods:
             self._evict(self.pods[target.name])
+        elif self.workloads is not None and target.kind == "Workload" and target.name in self.groups:
+            self.workloads.apply(self.groups[target.name], decision)
         else:
             self.ignored[decision.kind.value] += 1
 
     def _bind(self, pod: SimPod, node: str) -> None:
         pod.node, pod.phase = node, "Running"
         add(self.allocated, pod.requests)
+        add(self.queue_allocated.setdefault(pod.job.queue, {}), pod.requests)
         self._emit("MODIFIED", self._pod_object(pod))
         group = self.groups[pod.job.id]
         running = sum(1 for other in group.pods if other.phase == "Running")
-        if group.record.start is None and running >= pod.job.gang:
-            group.record.start = self.now
+        if group.waiting and running >= pod.job.gang:
+            group.waiting = False
             self.waiting -= 1
+            if group.record.start is None:
+                group.record.start = self.now
         if pod.job.duration is not None:
             attempt = pod.attempt
             self.queue.at(self.now + pod.job.duration, lambda: self._finish(pod, attempt))
 
     def _release(self, pod: SimPod) -> None:
-        add(self.allocated, {name: -amount for name, amount in pod.requests.items()})
+        freed = {name: -amount for name, amount in pod.requests.items()}
+        add(self.allocated, freed)
+        add(self.queue_allocated[pod.job.queue], freed)
 
     def _finish(self, pod: SimPod, attempt: int) -> None:
         if pod.attempt != attempt or pod.phase != "Running":
@@ -230,6 +269,8 @@ class SimCluster:
         group = self.groups[pod.job.id]
         if all(other.phase == "Succeeded" for other in group.pods):
             group.record.end = self.now
+            if pod.admitted is not None and self.workloads is not None:
+                self.workloads.finish(group)
         self._track()
 
     def _group_status(self, group: SimGroup, decision: Decision) -> None:

@@ -12,11 +12,14 @@ marker changed nothing; pods with unknown durations are still running then.
 from __future__ import annotations
 
 from functools import partial
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from domain.scheduler.config import SchedulerConfig
+from services.progress import Report, silent
+from services.simulate import quota
 from services.simulate.clock import marker_after
 from services.simulate.cluster import SimCluster
+from services.simulate.workloads import SimWorkloads
 from services.traces.model import Node, Trace
 
 
@@ -28,13 +31,25 @@ def run_closed_loop(
     decisions_out: BinaryIO,
     *,
     period: float = 1.0,
+    scheduler: str = "volcano",
+    kueue_objects: list[dict[str, Any]] | None = None,
+    progress: Report = silent,
 ) -> SimCluster:
-    """Simulate the trace on ``nodes`` under ``config``; returns the cluster with its outcome."""
+    """Simulate the trace on ``nodes`` under ``config``; returns the cluster with its outcome.
+
+    ``scheduler`` (volcano or kueue) takes the jobs that do not name their own; Kueue's
+    flavors and queues are ``kueue_objects``, by default ``quota.derived`` from those jobs.
+    ``progress`` hears after each marker how many jobs have arrived, and the simulated time."""
     if not period > 0:
         raise ValueError(f"period must be > 0, not {period!r}")
-    cluster = SimCluster(nodes, config, events_out, decisions_out)
+    cluster = SimCluster(nodes, config, events_out, decisions_out, scheduler=scheduler)
     cluster.add_nodes()
-    cluster.add_queues(sorted({"default", *(job.queue for job in trace.jobs)}))
+    kueue_jobs = [job for job in trace.jobs if cluster.is_kueue(job)]
+    cluster.add_queues(sorted({"default", *(job.queue for job in trace.jobs if not cluster.is_kueue(job))}))
+    if kueue_jobs or kueue_objects:
+        objects = quota.derived(kueue_jobs, nodes) if kueue_objects is None else kueue_objects
+        cluster.workloads = SimWorkloads(cluster, config.scheduler_name, config.ib_cluster_label, objects)
+        cluster.add_objects(objects)
     for job in trace.jobs:
         cluster.queue.at(job.submit, partial(cluster.submit, job))
     while True:
@@ -43,6 +58,7 @@ def run_closed_loop(
             marker = marker_after(cluster.changed_since, period)
             if upcoming is None or marker <= upcoming:
                 cluster.schedule(marker)
+                progress(len(cluster.outcome.jobs), f"simulated {marker:,.1f} s")
                 continue
         if upcoming is None:
             return cluster

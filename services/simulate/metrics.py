@@ -8,8 +8,12 @@
   queue and per size class (number of tasks: 1, 2-4, 5-16, 17-64, 65+);
 * bounded slowdown: max(1, (wait + run) / max(run, tau)), tau = 10 s, over finished jobs;
 * makespan: first submit to the last job end;
+* the share of each queue against its deserved share (``share``): per resource, the
+  time-weighted mean of what the queue's running pods held, as a share of the capacity, beside
+  the deserved share and their ratio (1.0: it got what it was owed on average);
 * the waiting-job count over time (resampled too), and the histogram of pending reasons
-  (condition reasons of the Unschedulable PodGroup statuses our scheduler wrote).
+  (condition reasons of the Unschedulable PodGroup and QuotaReserved=False Workload statuses
+  our scheduler wrote).
 Percentiles interpolate linearly between closest ranks.
 """
 
@@ -20,10 +24,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from services.simulate.outcome import JobRecord, Outcome, Timeline
+from services.simulate.share import Shares
 
 TRACKED = ("cpu", "memory", "nvidia.com/gpu")
 TAU = 10.0
 SAMPLES = 400
+SHARE_ROWS = 8  # queues in the printed table; metrics.json has them all
 SIZE_CLASSES = ((1, "1"), (4, "2-4"), (16, "5-16"), (64, "17-64"), (math.inf, "65+"))
 
 
@@ -90,8 +96,29 @@ def _grouped(records: list[JobRecord], key: str) -> dict[str, dict[str, float | 
     return {name: summary(waits(members)) for name, members in sorted(groups.items())}
 
 
-def compute(outcome: Outcome) -> dict[str, Any]:
-    """Every metric of one policy's run."""
+def _queue_shares(
+    outcome: Outcome, deserved: Shares, begin: float, end: float, resources: list[str]
+) -> dict[str, dict[str, dict[str, float | None]]]:
+    span = end - begin
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for queue in sorted(set(deserved) | set(outcome.queue_usage)):
+        usage = outcome.queue_usage.get(queue, {})
+        got: dict[str, float | None] = {
+            name: usage[name].integral(begin, end) / span / outcome.capacity[name]
+            if name in usage and span > 0
+            else 0.0
+            for name in resources
+        }
+        owed: dict[str, float | None] = {name: deserved.get(queue, {}).get(name) for name in resources}
+        ratio: dict[str, float | None] = {
+            name: (got[name] or 0.0) / owed_share if owed_share else None for name, owed_share in owed.items()
+        }
+        out[queue] = {"allocated": got, "deserved": owed, "ratio": ratio}
+    return out
+
+
+def compute(outcome: Outcome, deserved: Shares | None = None) -> dict[str, Any]:
+    """Every metric of one policy's run; ``deserved``: each queue's deserved share."""
     records = list(outcome.jobs.values())
     begin, end = horizon(outcome)
     span = end - begin
@@ -118,6 +145,7 @@ def compute(outcome: Outcome) -> dict[str, Any]:
             name: resample(outcome.usage[name], begin, end, outcome.capacity[name]) for name in resources
         },
         "waiting_timeline": resample(outcome.waiting, begin, end),
+        "queues": _queue_shares(outcome, deserved or {}, begin, end, resources),
         "pending_reasons": dict(outcome.pending_reasons.most_common()),
     }
 
@@ -141,9 +169,27 @@ def table(metrics: dict[str, dict[str, Any]]) -> str:
     rows.append(("makespan (s)", [_cell(m["makespan"]) for m in metrics.values()]))
     for name in next(iter(metrics.values()))["utilisation"]:
         rows.append((f"utilisation {name}", [f"{m['utilisation'][name]:.1%}" for m in metrics.values()]))
+    rows.extend(_share_rows(metrics))
     width = max(len(label) for label, _ in rows)
     columns = [max(len(p), *(len(values[i]) for _, values in rows)) for i, p in enumerate(policies)]
     lines = [" " * width + "  " + "  ".join(p.rjust(w) for p, w in zip(policies, columns, strict=True))]
     for label, values in rows:
         lines.append(label.ljust(width) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, columns, strict=True)))
     return "\n".join(lines)
+
+
+def _share_rows(metrics: dict[str, dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """share / deserved of the first ``SHARE_ROWS`` queues, on the first tracked resource."""
+    first = next(iter(metrics.values()))
+    if not first["utilisation"]:
+        return []
+    resource = next(iter(first["utilisation"]))
+    queues = list(first["queues"])
+    rows = [
+        (f"{queue} share/deserved {resource}", [_cell(m["queues"].get(queue, {}).get("ratio", {}).get(resource), 2)
+                                                 for m in metrics.values()])
+        for queue in queues[:SHARE_ROWS]
+    ]  # fmt: skip
+    if len(queues) > SHARE_ROWS:
+        rows.append((f"({len(queues) - SHARE_ROWS} more queues in metrics.json)", ["" for _ in metrics]))
+    return rows

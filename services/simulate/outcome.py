@@ -5,6 +5,7 @@ number of waiting jobs. ``metrics`` turns an ``Outcome`` into numbers."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from domain.quantity import ResourceList
@@ -76,11 +77,18 @@ class Outcome:
     usage: dict[str, Timeline] = field(default_factory=dict)
     waiting: Timeline = field(default_factory=Timeline)
     pending_reasons: Counter[str] = field(default_factory=Counter)
+    queue_usage: dict[str, dict[str, Timeline]] = field(default_factory=dict)
     end: float = 0.0
 
-    def track(self, time: float, allocated: ResourceList, waiting: int) -> None:
-        """Record the allocation and queue length from ``time`` on."""
+    def track(
+        self, time: float, allocated: ResourceList, waiting: int, by_queue: Mapping[str, ResourceList] | None = None
+    ) -> None:
+        """Record the allocation (in all, and per queue) and queue length from ``time`` on."""
         for resource in self.capacity:
             self.usage.setdefault(resource, Timeline()).set(time, allocated.get(resource, 0))
+        for queue, amounts in (by_queue or {}).items():
+            timelines = self.queue_usage.setdefault(queue, {})
+            for resource in self.capacity:
+                timelines.setdefault(resource, Timeline()).set(time, amounts.get(resource, 0))
         self.waiting.set(time, waiting)
         self.end = max(self.end, time)

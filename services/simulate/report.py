@@ -1,6 +1,7 @@
 """report.html: one self-contained page (inline SVG and CSS, no script, no external asset) with
 the headline table, the utilisation timeline per resource, the queue length timeline and the
-wait-time CDF, each plot with one line per policy."""
+wait-time CDF, each plot with one line per policy, then each queue's share against its deserved
+share and the pending reasons, per policy."""
 
 from __future__ import annotations
 
@@ -62,6 +63,14 @@ def chart(chart_id: str, title: str, series: Series, x_label: str, y_label: str)
     return "\n".join(parts)
 
 
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share:.1%}"
+
+
+def _ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
+
+
 def _steps(samples: list[list[float]], scale: float = 1.0) -> list[tuple[float, float]]:
     return [(x, y * scale) for x, y in samples]
 
@@ -103,6 +112,14 @@ def render(title: str, metrics: dict[str, dict[str, Any]], waits: dict[str, list
             "share of started jobs",
         )
     )
+    shares = "".join(
+        f"<tr><td>{html.escape(policy)}</td><td>{html.escape(queue)}</td><td>{html.escape(resource)}</td>"
+        f"<td>{_percent(owed)}</td><td>{_percent(numbers['allocated'][resource])}</td>"
+        f"<td>{_ratio(numbers['ratio'][resource])}</td></tr>"
+        for policy, m in metrics.items()
+        for queue, numbers in m["queues"].items()
+        for resource, owed in numbers["deserved"].items()
+    )
     reasons = "".join(
         f"<tr><td>{html.escape(policy)}</td><td>{html.escape(reason)}</td><td>{count}</td></tr>"
         for policy, m in metrics.items()
@@ -120,6 +137,10 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding
 <h1>{html.escape(title)}</h1>
 <pre id="summary">{html.escape(table(metrics))}</pre>
 {"".join(charts)}
+<h2>Queue shares</h2>
+<p>Time-weighted share of the capacity each queue's running pods held, against its deserved share.</p>
+<table id="queue-shares"><tr><th>policy</th><th>queue</th><th>resource</th><th>deserved</th><th>allocated</th>
+<th>allocated / deserved</th></tr>{shares}</table>
 <h2>Pending reasons</h2>
 <table id="pending-reasons"><tr><th>policy</th><th>reason</th><th>statuses</th></tr>{reasons}</table>
 </body></html>

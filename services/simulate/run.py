@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from domain.scheduler.config import SchedulerConfig
-from services.simulate import metrics, report
+from services.progress import Report, silent
+from services.simulate import metrics, report, share
 from services.simulate.baselines import BASELINES
 from services.simulate.cluster import POLICY
 from services.simulate.loop import run_closed_loop
-from services.traces.dlrm import read_dlrm
+from services.traces.dlrm import read_dlrm, sized_nodes
 from services.traces.model import Node, Trace, TraceError
 from services.traces.native import read_native, read_nodes
 from services.traces.openb import read_openb
@@ -33,16 +34,19 @@ FORMATS: tuple[Format, ...] = ("native", "openb", "dlrm", "swf")
 
 def load(path: Path, fmt: Format, nodes: Path | None) -> tuple[Trace, tuple[Node, ...]]:
     """The trace and the nodes to run it on: ``nodes`` is the openb node CSV for openb, a native
-    node list otherwise (for SWF it replaces the header's nodes)."""
+    node list otherwise (for SWF it replaces the header's nodes; DLRM without it runs on
+    ``dlrm.sized_nodes``)."""
     if fmt == "openb":
         trace = read_openb(path, nodes)
         return trace, trace.nodes
     if fmt == "native":
         trace = read_native(path, nodes)
         return trace, trace.nodes
-    trace = read_dlrm(path) if fmt == "dlrm" else read_swf(path)
-    chosen = read_nodes(nodes) if nodes is not None else trace.nodes
-    return trace, chosen
+    if fmt == "dlrm":
+        trace = read_dlrm(path)
+        return trace, read_nodes(nodes) if nodes is not None else sized_nodes(trace)
+    trace = read_swf(path)
+    return trace, read_nodes(nodes) if nodes is not None else trace.nodes
 
 
 @dataclass(frozen=True)
@@ -53,20 +57,45 @@ class Result:
 
 
 def simulate(
-    trace: Trace, nodes: tuple[Node, ...], config: SchedulerConfig, out_dir: Path, *, period: float = 1.0
+    trace: Trace,
+    nodes: tuple[Node, ...],
+    config: SchedulerConfig,
+    out_dir: Path,
+    *,
+    period: float = 1.0,
+    scheduler: str = "volcano",
+    kueue_objects: list[dict[str, Any]] | None = None,
+    progress: Report = silent,
 ) -> Result:
-    """Run every policy on the trace and write ``out_dir``'s four files."""
+    """Run every policy on the trace and write ``out_dir``'s four files (``run_closed_loop``
+    says what ``scheduler``, ``kueue_objects`` and ``progress`` do)."""
     if not nodes:
         raise TraceError("no nodes to simulate on: give a node list with --nodes")
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "events.jsonl").open("wb") as events, (out_dir / "decisions.jsonl").open("wb") as decisions:
-        cluster = run_closed_loop(trace, nodes, config, events, decisions, period=period)
+        cluster = run_closed_loop(
+            trace,
+            nodes,
+            config,
+            events,
+            decisions,
+            period=period,
+            scheduler=scheduler,
+            kueue_objects=kueue_objects,
+            progress=progress,
+        )
     outcomes = {POLICY: cluster.outcome} | {name: run(trace, nodes) for name, run in BASELINES.items()}
-    computed = {name: metrics.compute(outcome) for name, outcome in outcomes.items()}
+    capacity = cluster.outcome.capacity
+    used = {job.queue for job in trace.jobs}
+    deserved = share.volcano({job.queue for job in trace.jobs if not cluster.is_kueue(job)}, capacity)
+    if cluster.workloads is not None:
+        deserved |= {q: s for q, s in share.kueue(cluster.workloads.objects, capacity).items() if q in used}
+    computed = {name: metrics.compute(outcome, deserved) for name, outcome in outcomes.items()}
     document = {
         "trace": {"jobs": len(trace.jobs), "tasks": sum(job.tasks for job in trace.jobs), "nodes": len(nodes)},
         "simulation": {
             "period": period,
+            "scheduler": scheduler,
             "lines": cluster.lines,
             "decisions": dict(sorted(cluster.decided.items())),
             "decisions_not_applied": dict(sorted(cluster.ignored.items())),

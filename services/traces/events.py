@@ -29,6 +29,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 WORKLOAD_API = "kueue.x-k8s.io/v1beta1"
+POD_SET = "main"  # the one pod set a job's Workload has
 KUBELET_MAX_PODS = "110"  # the kubelet's default, for nodes whose trace gives no pod limit
 _UIDS = uuid.UUID("6f1c2f0e-5b1a-4c2e-9a57-7d3c0b9e1a40")
 
@@ -74,15 +75,7 @@ class _Renderer:
             self.added(pod_manifest(job, self.meta("Pod", pod_name(job, index), job.submit)))
 
     def kueue(self, job: Job, ib_label: str) -> None:
-        meta = self.meta("Workload", job.id, job.submit)
-        meta["labels"] = job.labels
-        pod_set: dict[str, Any] = {"name": "main", "count": job.tasks, "template": {"spec": _pod_spec(job)}}
-        if job.gang < job.tasks:
-            pod_set["minCount"] = job.gang
-        if job.topology:
-            pod_set["topologyRequest"] = {"required": ib_label if job.topology == IB_CLUSTER else job.topology}
-        spec = {"queueName": job.queue, "priority": job.priority, "podSets": [pod_set]}
-        self.added({"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec})
+        self.added(workload_manifest(job, self.meta("Workload", job.id, job.submit), ib_label))
 
 
 def node_manifest(node: Node, meta: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +95,18 @@ def pod_group_manifest(job: Job, meta: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec, "status": {}}
 
 
+def workload_manifest(job: Job, meta: dict[str, Any], ib_label: str) -> dict[str, Any]:
+    """The job's Kueue Workload (no status yet) under ``meta``: one pod set of all its tasks."""
+    meta["labels"] = job.labels
+    pod_set: dict[str, Any] = {"name": POD_SET, "count": job.tasks, "template": {"spec": pod_spec(job)}}
+    if job.gang < job.tasks:
+        pod_set["minCount"] = job.gang
+    if job.topology:
+        pod_set["topologyRequest"] = {"required": ib_label if job.topology == IB_CLUSTER else job.topology}
+    spec = {"queueName": job.queue, "priority": job.priority, "podSets": [pod_set]}
+    return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
 def pod_name(job: Job, index: int) -> str:
     return f"{job.id}-{index}"
 
@@ -110,11 +115,11 @@ def pod_manifest(job: Job, meta: dict[str, Any]) -> dict[str, Any]:
     """One pending task of the job's gang under ``meta``: Volcano's, in the job's PodGroup."""
     meta["labels"] = job.labels
     meta["annotations"] = {GROUP_ANNOTATION: job.id}
-    spec = {"schedulerName": "volcano", "priority": job.priority, **_pod_spec(job)}
+    spec = {"schedulerName": "volcano", "priority": job.priority, **pod_spec(job)}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
 
-def _pod_spec(job: Job) -> dict[str, Any]:
+def pod_spec(job: Job) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": job.requests}}]}
     if job.node_affinity:
         expressions = [

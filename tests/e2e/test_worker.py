@@ -5,6 +5,7 @@ the worker's own SCHEDULE markers; and a SIGKILL in the middle of a stream."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -68,6 +69,24 @@ class Deployment:
         return asyncio.run(read_topic(self.bootstrap, name))
 
 
+def wait_for_decisions(store: Store, count: int, timeout: float = 120) -> None:
+    """Until the worker has stored ``count`` decisions (the schema may not exist yet at first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            if store.count("decisions") >= count:
+                return
+        except Exception:
+            continue
+
+
+def assignments(log: Path) -> list[list[int]]:
+    """The partitions a worker was given, at each assignment, from its JSON log."""
+    lines = [line[line.index("{") :] for line in log.read_text().splitlines() if "state restored" in line]
+    return [json.loads(line)["partitions"] for line in lines]
+
+
 def replay_lines(path: Path, tmp_path: Path) -> list[bytes]:
     out = tmp_path / f"{path.stem}.replay.jsonl"
     subprocess.run([SCHEDSTREAM, "replay", str(path), "--out", str(out)], check=True, capture_output=True)
@@ -121,14 +140,7 @@ def test_a_worker_killed_mid_stream_and_restarted_ends_with_the_decisions_of_an_
 
     worker = deployment.start_worker()
     store = Store(db_url)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        try:
-            if store.count("decisions") >= len(expected) // 3:
-                break
-        except Exception:  # the schema may not exist yet
-            continue
+    wait_for_decisions(store, len(expected) // 3)
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait()
     stored_at_kill = store.count("decisions")
@@ -197,3 +209,42 @@ def test_a_consumer_group_ahead_of_its_store_stops_the_worker_instead_of_skippin
     worker = second.start_worker("--exit-when-idle", "4")
     assert worker.wait(timeout=120) == 78
     assert "the consumer group is ahead of the store" in (tmp_path / f"worker-{second.runs}.log").read_text()
+
+
+def test_two_workers_in_one_group_split_the_partitions_and_a_rebalance_mid_stream_loses_or_repeats_nothing(
+    kafka_bootstrap: str, pg_url: str, tmp_path: Path
+) -> None:
+    lines = synthetic_stream("east", Shape(nodes=20, gangs=150)) + synthetic_stream("west", Shape(nodes=20, gangs=150))
+    stream = tmp_path / "two.jsonl"
+    stream.write_text("\n".join(lines) + "\n")
+    expected = [msgspec.json.decode(line) for line in replay_lines(stream, tmp_path)]
+    deployment = Deployment(
+        kafka_bootstrap,
+        pg_url,
+        tmp_path,
+        SCHEDSTREAM_BATCH_SIZE="40",
+        SCHEDSTREAM_SESSION_TIMEOUT="6",
+        SCHEDSTREAM_SNAPSHOT_EVERY="500",
+    )
+    deployment.schedstream("produce", str(stream))
+
+    first = deployment.start_worker("--exit-when-idle", "5")
+    store = Store(pg_url)
+    wait_for_decisions(store, len(expected) // 4)
+    # A second member joins the group mid-stream: the partitions are split between the two, and
+    # whoever gets a partition rebuilds its clusters from the store before reading on.
+    second = deployment.start_worker("--exit-when-idle", "5")
+    assert first.wait(timeout=180) == 0
+    assert second.wait(timeout=180) == 0
+    assigned = [assignments(tmp_path / f"worker-{run}.log") for run in (1, 2)]
+    assert assigned[0][0] == [0, 1, 2, 3], "the first worker owned every partition until the second joined"
+    assert any(0 < len(p) < 4 for p in assigned[1]), f"the second worker got a share of the partitions: {assigned}"
+    assert [msgspec.json.decode(line) for line in store.decisions()] == sorted(
+        expected, key=lambda d: (d["cluster"], d["seq"])
+    ), "the store holds each decision once, as replay made it"
+    published = [msgspec.json.decode(m) for m in deployment.topic(deployment.decisions_topic)]
+    for cluster in ("east", "west"):
+        want = [d for d in expected if d["cluster"] == cluster]
+        got = [d for d in published if d["cluster"] == cluster]
+        # At-least-once: both relays may publish a row before either deletes it; first copies keep order.
+        assert list({d["id"]: d for d in got}.values()) == want

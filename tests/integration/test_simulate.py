@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from services.cli import main
+from services.traces import kueue_shape
 from services.traces.native import write_native
 from tests.conftest import IN_CI
 from tests.shared_data import SHARED_DATA
@@ -21,6 +22,7 @@ from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
 DATA = SHARED_DATA
 OPENB_PODS = DATA / "openb_pod_list_default.csv"
 OPENB_NODES = DATA / "openb_node_list_all_node.csv"
+DLRM = DATA / "disaggregated_DLRM_trace.csv"
 POLICIES = ["schedstream", "fcfs", "easy"]
 CHARTS = ["utilisation-cpu", "utilisation-memory", "queue-length", "wait-cdf"]
 
@@ -68,6 +70,51 @@ def test_small_trace_through_the_command_line(tmp_path: Path) -> None:
     assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
     policies = json.loads((run / "metrics.json").read_text())["policies"]
     assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280]
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_dlrm_slice_end_to_end(tmp_path: Path) -> None:
+    # 300 instances created inside the trace window (file lines 7,282-7,581; the 7,280 before them
+    # existed when it began), on nodes sized for them: 4 GPU nodes, 71 CPU nodes.
+    lines = DLRM.read_text().splitlines()
+    trace = tmp_path / "dlrm.csv"
+    trace.write_text("\n".join([lines[0], *lines[7281:7581]]) + "\n")
+    run = simulate(tmp_path, str(trace), "--format", "dlrm", "--period", "60")
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
+    document = json.loads((run / "metrics.json").read_text())
+    assert document["trace"] == {"jobs": 300, "tasks": 300, "nodes": 75}
+    ours = document["policies"]["schedstream"]
+    assert ours["started"] == 300
+    assert ours["finished"] == 240  # 60 still ran when the trace ended
+    events = (run / "events.jsonl").read_text()
+    assert events.count('"kind":"Node","metadata":{"name":"dlrm-hn-') == 4
+
+
+def test_kueue_workloads_through_the_command_line(tmp_path: Path) -> None:
+    # The Kueue shape at 2%: its queues file, Workloads admitted, run and finished, replayed.
+    shape = tmp_path / "shape"
+    kueue_shape.write(shape, 0.02)
+    run = simulate(
+        tmp_path,
+        *(str(shape / "jobs.jsonl"), "--nodes", str(shape / "nodes.jsonl"), "--queues", str(shape / "queues.yaml")),
+        "--period",
+        "0.1",
+    )
+    decisions = (run / "decisions.jsonl").read_bytes()
+    assert b'"WorkloadStatus"' in decisions
+    assert replayed(tmp_path, run) == decisions
+    document = json.loads((run / "metrics.json").read_text())
+    assert document["policies"]["schedstream"]["finished"] == document["trace"]["jobs"] == 300
+
+
+def test_scheduler_kueue_renders_a_volcano_trace_as_workloads(tmp_path: Path) -> None:
+    jobs, nodes = tmp_path / "jobs.jsonl", tmp_path / "nodes.jsonl"
+    write_native(SMALL, jobs, nodes)
+    run = simulate(tmp_path, str(jobs), "--nodes", str(nodes), "--scheduler", "kueue")
+    events = (run / "events.jsonl").read_bytes()
+    assert b'"kind":"PodGroup"' not in events
+    assert b'"kind":"ClusterQueue"' in events
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
 
 
 @pytest.mark.usefixtures("shared_data")
@@ -119,6 +166,8 @@ def test_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> None:
         start = dom.index(f'<svg id="{chart}"')
         svg = dom[start : dom.index("</svg>", start)]
         assert svg.count('<polyline class="series"') == len(POLICIES), chart
+    shares = dom[dom.index('<table id="queue-shares"') : dom.index("</table>", dom.index('id="queue-shares"'))]
+    assert shares.count("<td>default</td>") == len(POLICIES) * 2  # cpu and memory, one queue, per policy
     shot = tmp_path / "report.png"
     subprocess.run(
         [*browser, f"--screenshot={shot}", "--window-size=1000,2000", page.as_uri()],

@@ -221,6 +221,53 @@ ERROR_CASES = [
         {"kueue": {"fairSharing": {"enabel": True}}},
         "'enabel'",
     ),
+    ErrorCase(
+        "an unknown preemption strategy is named with the allowed ones",
+        {"kueue": {"fairSharing": {"enable": True, "preemptionStrategies": ["LessThanFinalShare"]}}},
+        "unknown preemption strategy 'LessThanFinalShare' in 'kueue.fairSharing.preemptionStrategies'; "
+        "allowed: LessThanInitialShare, LessThanOrEqualToFinalShare",
+    ),
+    ErrorCase(
+        "preemption strategies in the wrong order",
+        {"kueue": {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]}}},
+        "'kueue.fairSharing.preemptionStrategies' must be [LessThanOrEqualToFinalShare] or [LessThanInitialShare] or "
+        "[LessThanOrEqualToFinalShare, LessThanInitialShare], not [LessThanInitialShare, LessThanOrEqualToFinalShare]",
+    ),
+    ErrorCase(
+        "preemption strategies as a string",
+        {"kueue": {"fairSharing": {"preemptionStrategies": "LessThanInitialShare"}}},
+        "'kueue.fairSharing.preemptionStrategies' must be a list of strategy names",
+    ),
+    ErrorCase(
+        "an unknown key inside kueue admissionFairSharing is named",
+        {"kueue": {"admissionFairSharing": {"usageHalfLifeDecayTime": "1h"}}},
+        "unknown key 'usageHalfLifeDecayTime' in 'kueue.admissionFairSharing'",
+    ),
+    ErrorCase(
+        "a half-life that is not a duration",
+        {"kueue": {"admissionFairSharing": {"usageHalfLifeTime": "a week"}}},
+        "'kueue.admissionFairSharing.usageHalfLifeTime' must be a duration such as '168h' or '5m', not 'a week'",
+    ),
+    ErrorCase(
+        "a sampling interval given as a bare number",
+        {"kueue": {"admissionFairSharing": {"usageSamplingInterval": 300}}},
+        "'kueue.admissionFairSharing.usageSamplingInterval' must be a duration such as '168h' or '5m', not 300",
+    ),
+    ErrorCase(
+        "a sampling interval of zero",
+        {"kueue": {"admissionFairSharing": {"usageSamplingInterval": "0s"}}},
+        "'kueue.admissionFairSharing.usageSamplingInterval' must be longer than 0",
+    ),
+    ErrorCase(
+        "resource weights as a list",
+        {"kueue": {"admissionFairSharing": {"resourceWeights": ["cpu"]}}},
+        "'kueue.admissionFairSharing.resourceWeights' must be a mapping of resource names to weights",
+    ),
+    ErrorCase(
+        "a negative resource weight",
+        {"kueue": {"admissionFairSharing": {"resourceWeights": {"cpu": 2.0, "memory": -1}}}},
+        "'kueue.admissionFairSharing.resourceWeights': the weight of 'memory' must be a number of at least 0, not -1",
+    ),
 ]
 
 
@@ -229,3 +276,24 @@ def test_config_errors_name_the_culprit(case: ErrorCase) -> None:
     with pytest.raises(ConfigError) as excinfo:
         from_mapping(case.data)
     assert case.want_error in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    "strategies",
+    [
+        ["LessThanOrEqualToFinalShare"],
+        ["LessThanInitialShare"],
+        ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+        [],
+    ],
+    ids=str,
+)
+def test_kueues_preemption_strategy_combinations_are_accepted(strategies: list[str]) -> None:
+    fair = {"enable": True, "preemptionStrategies": strategies}
+    assert from_mapping({"kueue": {"fairSharing": fair}}).kueue == {"fairSharing": fair}
+
+
+def test_kueues_admission_fair_sharing_example_is_accepted() -> None:
+    afs = {"usageHalfLifeTime": "168h", "usageSamplingInterval": "5m", "resourceWeights": {"cpu": 2.0, "memory": 1}}
+    assert from_mapping({"kueue": {"admissionFairSharing": afs}}).kueue == {"admissionFairSharing": afs}
+    assert from_mapping({"kueue": {"admissionFairSharing": {"usageHalfLifeTime": "0s"}}}).kueue

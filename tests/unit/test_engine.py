@@ -17,6 +17,8 @@ from domain.scheduler.config import SchedulerConfig
 from tests import builders as b
 
 GANG_MSG = "tasks in gang are ready to be scheduled"
+# The node summary of the first task that found no node, on n nodes none of which has a GPU left.
+ORIGIN_GPU = ". Origin reason is {}: 0/{n} nodes are unavailable: {n} Insufficient nvidia.com/gpu."
 
 
 # --------------------------------------------------------------------------- helpers
@@ -157,13 +159,21 @@ def test_gang_that_fits_only_partly_binds_nothing() -> None:
     # Each pod wants 3 of a node's 4 GPUs: three would fit, the gang of four does not.
     lines = [*gpu_nodes(3), *gang("pg", 4, gpu="3"), b.marker(1)]
     _, out = run(lines)
-    assert view(out) == [unschedulable(8, "pg", "1/4 tasks in gang unschedulable: 1 Insufficient nvidia.com/gpu")]
+    assert view(out) == [
+        unschedulable(
+            8, "pg", "1/4 tasks in gang unschedulable: 1 Insufficient nvidia.com/gpu" + ORIGIN_GPU.format("pg-3", n=3)
+        )
+    ]
 
 
 def test_gang_that_cannot_fit_says_why_once() -> None:
     lines = [*gpu_nodes(2), *gang("pg", 2, gpu="8"), b.marker(1), b.marker(2), b.marker(3)]
     _, out = run(lines)
-    assert view(out) == [unschedulable(5, "pg", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu")]
+    assert view(out) == [
+        unschedulable(
+            5, "pg", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu" + ORIGIN_GPU.format("pg-0", n=2)
+        )
+    ]
 
 
 def test_waiting_gang_reports_a_new_reason_and_then_runs_when_a_node_arrives() -> None:
@@ -177,7 +187,9 @@ def test_waiting_gang_reports_a_new_reason_and_then_runs_when_a_node_arrives() -
     ]
     _, out = run(lines)
     assert view(out) == [
-        unschedulable(4, "pg", "1/2 tasks in gang unschedulable: 1 Insufficient nvidia.com/gpu"),
+        unschedulable(
+            4, "pg", "1/2 tasks in gang unschedulable: 1 Insufficient nvidia.com/gpu" + ORIGIN_GPU.format("pg-1", n=1)
+        ),
         bind(6, "pg-0", "big"),
         bind(6, "pg-1", "n-0"),
         running(6, "pg"),
@@ -191,7 +203,9 @@ def test_two_gangs_compete_and_the_one_left_waits() -> None:
         bind(8, "a-0", "n-0"),
         bind(8, "a-1", "n-1"),
         running(8, "a"),
-        unschedulable(8, "b", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu"),
+        unschedulable(
+            8, "b", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu" + ORIGIN_GPU.format("b-0", n=2)
+        ),
     ]
 
 
@@ -413,7 +427,13 @@ CASCADES = [
     Cascade(
         "a gang waiting for resources",
         gpu="8",
-        want_before=[unschedulable(6, "train-pg", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu")],
+        want_before=[
+            unschedulable(
+                6,
+                "train-pg",
+                "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu" + ORIGIN_GPU.format("train-pg-0", n=2),
+            )
+        ],
     ),
 ]
 
@@ -523,7 +543,11 @@ def test_s1_a_shrinking_podgroup_without_owner_gets_no_status_while_it_loses_its
         b.marker(5),
     ]
     engine, out = run(lines)
-    assert view(out) == [unschedulable(4, "pg", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu")]
+    assert view(out) == [
+        unschedulable(
+            4, "pg", "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu" + ORIGIN_GPU.format("pg-0", n=1)
+        )
+    ]
     assert engine.state("c1").of_kind("PodGroup") == {}
 
 

@@ -296,6 +296,25 @@ _TEMPLATE = {
 
 GOOD_CASES = [
     GoodCase(
+        "a PriorityClass keeps its value and whether it is the global default",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+            "globalDefault": True,
+            "preemptionPolicy": "Never",
+        },
+        core.PriorityClass,
+        {"metadata.name": "high", "value": 1000, "global_default": True},
+    ),
+    GoodCase(
+        "a Pod that never preempts",
+        {**minimal(), "spec": {"preemptionPolicy": "Never", "priority": 5}},
+        core.Pod,
+        {"spec.preemption_policy": "Never", "spec.priority": 5},
+    ),
+    GoodCase(
         "a Namespace keeps its labels",
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"tier": "gold"}}},
         core.Namespace,

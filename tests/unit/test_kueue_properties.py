@@ -15,8 +15,11 @@ from domain.decisions import Decision, DecisionKind
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.kueue import snapshot
+from domain.kueue.workloads import WorkloadIndex, index_of
 from domain.lifecycle.workload import WorkloadView
+from domain.objects.kueue import Workload
 from domain.scheduler.config import SchedulerConfig
+from domain.state import ClusterState
 from tests import builders as b
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -101,9 +104,27 @@ def _run(specs: Any, loads: Any, plan: Any, tas: bool, check: Any) -> None:
             failed += 1
             continue
         seconds += 1
-        before = {w.key: w.view for w in snapshot.take(state).workloads}
+        workloads = state.of_kind("Workload").items()
+        before = {key: state.workload_view(wl) for key, wl in workloads if isinstance(wl, Workload)}
         result = engine.handle(parse_event(b.marker(seconds)))
         check(engine, before, result.decisions)
+        _check_index(state)
+
+
+def _filed(index: WorkloadIndex) -> tuple[object, ...]:
+    queued = {ref: [info.key for info in q.in_order()] for ref, q in index.queued.items()}
+    views = {key: info.view for key, info in index.live.items()}
+    return views, sorted(index.holding), queued, sorted(index.flagged)
+
+
+def _check_index(state: ClusterState) -> None:
+    """The index kept between cycles equals one built from scratch, and holds no finished workload."""
+    kept = index_of(state)
+    fresh = WorkloadIndex()
+    for key in state.of_kind("Workload"):
+        fresh.renew(state, key)
+    assert _filed(kept) == _filed(fresh)
+    assert not any(info.view.is_true("Finished") for info in kept.live.values())
 
 
 def _finished(wire: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from domain.objects.core import Node, Pod
-from domain.reasons import FitSummary
+from domain.reasons import FitSummary, gang_unschedulable
 from domain.scheduler.predicates import (
     NOT_READY,
     SELECTOR_MISMATCH,
@@ -347,3 +347,15 @@ def test_fit_summary_from_real_fit_failures() -> None:
         assert isinstance(node, Node)
         summary.add(fit_failures(pod, pod.spec.requests(), node, node.allocatable()))
     assert summary.message() == "0/3 nodes are unavailable: 2 Insufficient cpu, 1 node(s) had untolerated taint."
+
+
+def test_gang_message_counts_tasks_then_gives_the_first_failed_tasks_node_summary() -> None:
+    gpu, taint = FitSummary(4), FitSummary(4)
+    gpu.add(["Insufficient nvidia.com/gpu"] * 3 + [UNTOLERATED_TAINT])
+    taint.add([UNTOLERATED_TAINT] * 4)
+    message = gang_unschedulable(3, 4, [("w-1", gpu), ("w-2", gpu), ("w-3", taint)])
+    assert message == (
+        "3/4 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint. "
+        "Origin reason is w-1: 0/4 nodes are unavailable: "
+        "3 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint."
+    )

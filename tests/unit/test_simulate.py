@@ -16,11 +16,12 @@ from services.inputs import read_records
 from services.replay import replay_records
 from services.simulate import metrics
 from services.simulate.baselines import easy, fcfs
-from services.simulate.clock import wall
+from services.simulate.clock import marker_after, wall
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome, Timeline
+from services.traces.dlrm import NODE_SHAPES, ROLE_LABEL, sized_nodes
 from services.traces.events import START
-from services.traces.model import Trace
+from services.traces.model import Job, Trace
 from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
 
 
@@ -165,3 +166,25 @@ def test_bucket_means_agree_with_the_integral() -> None:
     means = line.means(0, 12, 7)
     width = 12 / 7
     assert means == pytest.approx([line.integral(i * width, (i + 1) * width) / width for i in range(7)])
+
+
+def test_a_marker_gets_no_second_marker_at_its_own_time() -> None:
+    # k * 0.1 / 0.1 is a hair under k for some k (43, 81, ...): the marker of period k must not
+    # fall again in period k, which ran 109 cycles at one instant of a Kueue-shape run.
+    assert 43 * 0.1 / 0.1 < 43
+    assert all(marker_after(k * 0.1, 0.1) == (k + 1) * 0.1 for k in range(2000))
+    assert marker_after(0.3, 0.1) == 4 * 0.1  # an event at k*period belongs to period k
+
+
+def test_dlrm_nodes_are_sized_for_each_roles_peak() -> None:
+    gpu = {"cpu": "8", "nvidia.com/gpu": "1", "memory": "40Gi"}
+    jobs = (
+        *(Job(f"hn-{i}", 0, 10, requests=gpu, labels={ROLE_LABEL: "HN"}) for i in range(9)),  # 9 GPUs at once
+        Job("hn-late", 10, None, requests=gpu, labels={ROLE_LABEL: "HN"}),  # after those ended
+        Job("cn", 5, None, requests={"cpu": "192"}, labels={ROLE_LABEL: "CN"}),
+        Job("cn-2", 6, None, requests={"cpu": "96"}, labels={ROLE_LABEL: "CN"}),
+    )
+    nodes = sized_nodes(Trace(jobs))
+    assert [node.name for node in nodes] == ["dlrm-hn-0000", "dlrm-hn-0001", "dlrm-cn-0000", "dlrm-cn-0001"]
+    assert nodes[0].allocatable == NODE_SHAPES["HN"]
+    assert nodes[-1].labels == {ROLE_LABEL: "CN"}

@@ -4,6 +4,7 @@ snapshot plus the rest of the stream equals a replay from the start."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from domain import snapshot
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.config import SchedulerConfig, from_mapping
 from tests import builders as b
 from tests.unit import test_engine as streams
 
@@ -48,6 +49,7 @@ def _mixed_stream() -> list[str]:
     ]
 
 
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
 STREAMS = {"busy gangs": streams._busy_stream, "S1 cascade": _cascade_stream, "two clusters": _mixed_stream}
 
 
@@ -68,6 +70,53 @@ def test_snapshot_plus_tail_equals_full_replay_at_every_cut(name: str) -> None:
         assert snapshot.take(resumed) == want_state, cut
 
 
+def test_a_cut_while_a_preemptor_waits_for_its_victim_resumes_exactly() -> None:
+    """An eviction and the preemptor's pipelined node are state: a restore in between must keep
+    both, or the victim would be evicted again and the released room taken by someone else."""
+    config = from_mapping({"actions": "enqueue, allocate, preempt, backfill"})
+    lines = [
+        b.added(b.node("n", cpu="4")),
+        b.added(b.pod_group("low", phase="Running")),
+        b.added(b.pod("low-0", group="low", cpu="4", node_name="n", phase="Running", priority=1)),
+        b.added(b.pod_group("high")),
+        b.added(b.pod("high-0", group="high", cpu="4", priority=100)),
+        b.marker(1),
+        b.marker(2),
+        b.deleted(b.pod("low-0", group="low", cpu="4", node_name="n", phase="Running", priority=1, rv="2")),
+        b.marker(3),
+    ]
+    want = _feed(Engine(config, on_markers=lambda _: True), lines)
+    kinds = [(d.seq, d.kind.value, d.target.name, d.reason) for d in want]
+    assert kinds[:2] == [
+        (5, "Evict", "low-0", "preempt: for ns/high-0"),
+        (5, "PodGroupStatus", "high", "WaitingForPreemption"),
+    ]
+    assert (8, "Bind", "high-0", "Scheduled") in kinds
+    for cut in range(len(lines) + 1):
+        head = Engine(config, on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(config, on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut
+
+
+def test_a_cut_while_a_second_pass_backs_off_resumes_exactly() -> None:
+    """The second pass's failed attempts and its next time are state (S3): a restore in between
+    must keep them, or the replacement would be tried, and made, earlier than in one run."""
+    scenario = SCENARIOS / "kueue" / "035-s3-no-replacement-without-fail-fast-backs-off-until-a-node-fits"
+    lines = (scenario / "events.jsonl").read_text().splitlines()
+    want = _feed(Engine(SchedulerConfig(), on_markers=lambda _: True), lines)
+    assert [(d.seq, d.reason) for d in want][-1] == (18, "NodeReplaced")
+    for cut in range(len(lines) + 1):
+        head = Engine(SchedulerConfig(), on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(SchedulerConfig(), on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut
+
+
 def test_a_snapshot_round_trips() -> None:
     engine = _engine()
     _feed(engine, _mixed_stream())
@@ -86,7 +135,16 @@ def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
     data = snapshot.take(engine)
     assert data["version"] == snapshot.SNAPSHOT_VERSION == 1
     cluster = data["clusters"]["c1"]
-    assert set(cluster) == {"nextSeq", "clock", "onMarkers", "eventsSinceMarker", "counters", "tombstones", "objects"}
+    assert set(cluster) == {
+        "nextSeq",
+        "clock",
+        "onMarkers",
+        "eventsSinceMarker",
+        "counters",
+        "tombstones",
+        "localQueueUsage",
+        "objects",
+    }
     node = cluster["objects"][0]
     assert node["object"]["status"]["allocatable"]["cpu"] == 500  # milli-units
     assert node["status"]["phase"] == "Ready"
@@ -96,3 +154,25 @@ def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
 def test_an_unknown_version_is_refused() -> None:
     with pytest.raises(snapshot.SnapshotError, match="snapshot version 2 is not supported"):
         snapshot.restore(_engine(), {"version": 2, "clusters": {}})
+
+
+def test_a_cut_while_local_queues_carry_admission_fair_sharing_usage_resumes_exactly() -> None:
+    """Each LocalQueue's sampled usage and entry penalties are state: a restore in between must
+    keep them, or the next admission would go to the other LocalQueue."""
+    scenario = SCENARIOS / "kueue" / "041-admission-fair-sharing-usage-decays-over-time"
+    lines = (scenario / "events.jsonl").read_text().splitlines()
+    afs = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "5m"}
+    config = from_mapping({"kueue": {"admissionFairSharing": afs}})
+    want = _feed(Engine(config, on_markers=lambda _: True), lines)
+    assert [(d.seq, d.target.name) for d in want if d.reason == "QuotaReserved"] == [
+        (8, "b-1"),
+        (12, "b-2"),
+        (15, "a-1"),
+    ]
+    for cut in range(len(lines) + 1):
+        head = Engine(config, on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(config, on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut

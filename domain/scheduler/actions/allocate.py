@@ -1,6 +1,11 @@
 """allocate: place whole gangs. Queue by queue order, job by job order, task by task order;
 predicates filter the nodes, node order picks one, and the job's statement is committed only
-when the job is ready, else discarded (Volcano's allocate action)."""
+when the job is ready, else discarded (Volcano's allocate action).
+
+A gang pipelined by an earlier preemption gives its held room back and is placed afresh: once
+its victims are gone it fits there (nobody else could take that room). While they are still
+leaving it stays pipelined; when they are gone and it still does not fit, it stops waiting.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.reasons import Reason, Verdict
 from domain.scheduler import placement, sub_placement
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo
+from domain.scheduler.snapshot import JobInfo, TaskStatus
+from domain.scheduler.statement import Statement
 
 NAME = "allocate"
 
@@ -17,9 +23,10 @@ def execute(session: Session) -> None:
     # 1. Jobs past enqueue with pending tasks that need resources; without the enqueue action,
     #    allocate admits Pending jobs itself, as Volcano does.
     admit_pending = "enqueue" not in session.config.actions
+    held = {t.job for t in session.snapshot.pipelined}
     waiting: list[JobInfo] = []
     for job in session.snapshot.jobs.values():
-        if job.terminating or not any(not t.is_best_effort for t in job.pending()):
+        if job.terminating or (job.key not in held and not any(not t.is_best_effort for t in job.pending())):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_pending:
             continue
@@ -42,17 +49,35 @@ def execute(session: Session) -> None:
 
 
 def _allocate(session: Session, job: JobInfo) -> None:
+    # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
+    held = Statement(session)
+    for task in job.pipelined():
+        held.unpipeline(task)
+    _place(session, job, held)
+
+
+def _still_released(session: Session, nodes: set[str]) -> bool:
+    """Whether pods are still leaving any of ``nodes`` (the victims a pipelined gang waits for)."""
+    jobs = session.snapshot.jobs.values()
+    return any(t.status is TaskStatus.RELEASING and t.node in nodes for j in jobs for t in j.tasks)
+
+
+def _place(session: Session, job: JobInfo, held: Statement) -> None:
     attempt = None
     found = session.found
     if job.subgroups:
         attempt, verdicts = sub_placement.place(session, job)
-        if session.job_ready(job) is not None:
+        if attempt is None or session.job_ready(job) is not None:
             for verdict in verdicts:
                 found.refuse(job, verdict)
+        if attempt is None:  # no domain of the gang's hard topology holds its sub-gangs
+            _keep_waiting(session, held)
+            return
     elif job.topology is not None:
         attempt, verdict = placement.place_in_domain(session, job)
         if attempt is None and job.topology.hard and verdict is not None:
             session.found.refuse(job, verdict)
+            _keep_waiting(session, held)
             return
     if attempt is None:
         nodes = list(session.snapshot.nodes.values())
@@ -60,9 +85,20 @@ def _allocate(session: Session, job: JobInfo) -> None:
     # 4. Commit when the gang is ready; otherwise undo every placement and say why.
     not_ready = session.job_ready(job)
     if not_ready is None:
+        held.commit()
         attempt.statement.commit()
         return
     found.tentative[job.key] = max(found.tentative.get(job.key, 0), attempt.statement.placed())
     found.fits[job.key] = {**found.fits.get(job.key, {}), **attempt.failed}
     found.refuse(job, attempt.refused or not_ready)
     attempt.statement.discard()
+    _keep_waiting(session, held)
+
+
+def _keep_waiting(session: Session, held: Statement) -> None:
+    """A gang that could not be placed keeps its pipelined room while its victims are leaving."""
+    nodes = {node for _, _, node in held.operations}
+    if nodes and not _still_released(session, nodes):
+        held.commit()  # its victims are gone and it still does not fit: it stops waiting
+    else:
+        held.discard()

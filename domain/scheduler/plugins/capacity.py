@@ -2,7 +2,12 @@
 for the queue, ``deserved`` orders queues by how much of it they use. With
 ``enableHierarchy`` queues form a tree under ``root``: a child inherits the limits its parent
 sets and it does not, and neither a placement nor an enqueued minimum may take any ancestor
-past its real capability (Volcano's hierarchical capacity plugin)."""
+past its real capability (Volcano's hierarchical capacity plugin). A child without its own
+``deserved`` gets a share of its parent's (what its siblings' own ``deserved`` leave), split by
+``weight`` among such siblings as proportion splits the cluster; root deserves the cluster.
+Queues are ordered as upstream orders them in a tree: two leaves compare by the shares of their
+ancestors just below the deepest one they have in common, so a queue under an over-served parent
+goes after one under an under-served parent, whatever its own share."""
 
 from __future__ import annotations
 
@@ -16,9 +21,12 @@ from domain.scheduler.quota import (
     Ledger,
     describe,
     lower,
+    priority,
     real_capabilities,
     reclaimable_beyond_deserved,
     requested,
+    requests,
+    water_fill,
 )
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo
@@ -44,6 +52,33 @@ def _tree(snapshot: Snapshot) -> dict[str, ResourceList]:
     return out
 
 
+def _deserved_tree(snapshot: Snapshot, real: Mapping[str, ResourceList]) -> dict[str, ResourceList]:
+    """Top-down: root deserves its own ``deserved`` or the cluster; a child its own ``deserved``, or
+    else its weight's share of what its parent deserves beyond its siblings' own, water-filled by
+    what each subtree asks for; always within its real capability and at least its guarantee."""
+    asked: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
+    for name, amount in requests(snapshot).items():
+        for queue in snapshot.ancestors(name):
+            quantity.add(asked[queue.name], amount)
+    out: dict[str, ResourceList] = {ROOT: dict(snapshot.queues[ROOT].deserved or snapshot.total)}
+    pending = [ROOT]
+    while pending:
+        parent = snapshot.queues[pending.pop()]
+        children = [snapshot.queues[c] for c in sorted(parent.children) if c not in out and c in real]
+        own = [c for c in children if c.deserved]
+        for child in own:
+            out[child.name] = _at_least(lower(child.deserved, real[child.name]), child.guarantee)
+        taken = quantity.sum_lists(out[c.name] for c in own)
+        left = {n: max(a - taken.get(n, 0), 0) for n, a in out[parent.name].items()}
+        out.update(water_fill([c for c in children if not c.deserved], left, asked, real))
+        pending.extend(c.name for c in children)
+    return out
+
+
+def _at_least(amount: Mapping[str, int], floor: Mapping[str, int]) -> ResourceList:
+    return {n: max(amount.get(n, 0), floor.get(n, 0)) for n in set(amount) | set(floor)}
+
+
 def build(options: Mapping[str, object]) -> Plugin:
     hierarchy = bool(options.get("enableHierarchy", False))
 
@@ -52,17 +87,37 @@ def build(options: Mapping[str, object]) -> Plugin:
         ledger = Ledger(snapshot, roll_up=hierarchy)
         real = _tree(snapshot) if hierarchy else real_capabilities(snapshot)
 
-        def deserved(queue: QueueInfo) -> ResourceList:
-            return {
-                n: max(v, queue.guarantee.get(n, 0)) for n, v in lower(queue.deserved, real.get(queue.name, {})).items()
+        if hierarchy:
+            tree = _deserved_tree(snapshot, real)
+            wanted = {name: tree.get(name, {}) for name in snapshot.queues}
+        else:
+            wanted = {
+                name: _at_least(lower(q.deserved, real.get(name, {})), q.guarantee)
+                for name, q in snapshot.queues.items()
             }
+        # Below root, the queues from the top down to each queue, padded so keys compare level by level.
+        paths = {
+            name: [q.name for q in reversed(snapshot.ancestors(name)) if q.name != ROOT] for name in snapshot.queues
+        }
+        depth = max((len(p) for p in paths.values()), default=0)
 
-        def order(queue: QueueInfo) -> Key:
-            want = deserved(queue)
+        def deserved(queue: QueueInfo) -> ResourceList:
+            return wanted[queue.name]
+
+        def share(name: str) -> Key:
+            want = wanted[name]
             if not want:
                 return (1.0, 1.0)  # best-effort queues (no deserved) go after those with one
-            used = ledger.used[queue.name]
-            return (max((a / want[n] if want.get(n) else 1.0 for n, a in used.items() if a > 0), default=0.0), 0.0)
+            used = ledger.used[name]
+            # Pod slots are a limit, not a share: upstream's share looks at cpu, memory and scalars only.
+            shares = (a / want[n] if want.get(n) else 1.0 for n, a in used.items() if a > 0 and n != quantity.PODS)
+            return (max(shares, default=0.0), 0.0)
+
+        def order(queue: QueueInfo) -> Key:
+            if not hierarchy:
+                return priority(queue), *share(queue.name)
+            path = paths[queue.name]
+            return priority(queue), *(v for name in path for v in share(name)), *(0.0, 0.0) * (depth - len(path))
 
         # A queue not reachable from root in the tree has no limits of its own: it is unbounded.
         chains = {q: [(name, real[name]) for name in ledger.chain(q) if name in real] for q in snapshot.queues}
@@ -93,7 +148,7 @@ def build(options: Mapping[str, object]) -> Plugin:
 
         def reclaimable(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
             return reclaimable_beyond_deserved(
-                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved(snapshot.queues[name])
+                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved(snapshot.queues[name]), partly=True
             )
 
         session.add_queue_order(NAME, order)

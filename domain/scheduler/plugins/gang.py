@@ -16,13 +16,21 @@ from domain.scheduler.snapshot import PLACED, JobInfo, Snapshot, TaskInfo, TaskS
 NAME = "gang"
 
 
+def _role_minimums(job: JobInfo) -> list[tuple[str, int]]:
+    """Each role's minTaskMember, by role; none when minMember is below their sum: then, as
+    upstream's CheckTaskValid and CheckTaskReady, only the gang's own minimum counts."""
+    if job.min_member < sum(job.min_task_member.values()):
+        return []
+    return sorted(job.min_task_member.items())
+
+
 def _valid(job: JobInfo) -> Verdict | None:
     valid = sum(1 for t in job.tasks if t.status is not TaskStatus.FAILED)
     if valid < job.min_member:
         message = f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}"
         return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)
     roles = Counter(t.role for t in job.tasks if t.status is not TaskStatus.FAILED)
-    for role, minimum in sorted(job.min_task_member.items()):
+    for role, minimum in _role_minimums(job):
         if roles[role] < minimum:
             message = f"Not enough valid pods of task {role}, valid: {roles[role]}, min: {minimum}"
             return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)
@@ -45,7 +53,7 @@ def _ready(job: JobInfo) -> Verdict | None:
     if ready < job.min_member:
         return Verdict(Reason.NOT_ENOUGH_RESOURCES, f"{ready}/{job.min_member} members placed", NAME)
     placed = Counter(t.role for t in job.tasks if t.status in PLACED)
-    for role, minimum in sorted(job.min_task_member.items()):
+    for role, minimum in _role_minimums(job):
         if placed[role] < minimum:
             return Verdict(Reason.NOT_ENOUGH_RESOURCES, f"{placed[role]}/{minimum} pods of task {role} placed", NAME)
     return _sub_groups(job, lambda t: t.status in PLACED, Reason.NOT_ENOUGH_RESOURCES, "placed")

@@ -14,54 +14,24 @@ from domain.scheduler.extension_points import Vote
 from domain.scheduler.quota import (
     Ledger,
     describe,
-    lower,
     over,
+    priority,
     real_capabilities,
     reclaimable_beyond_deserved,
     requested,
+    requests,
+    water_fill,
 )
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
+from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo
 
 NAME = "proportion"
 
 
-def _requests(snapshot: Snapshot) -> dict[str, ResourceList]:
-    out: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
-    for job in snapshot.jobs.values():
-        if job.queue in out:
-            if job.allocated:
-                quantity.add(out[job.queue], job.allocated)
-            for task in job.tasks:
-                if task.status is TaskStatus.PENDING:
-                    quantity.add(out[job.queue], task.request)
-    return out
-
-
 def deserved_shares(snapshot: Snapshot, real: Mapping[str, ResourceList]) -> dict[str, ResourceList]:
-    """Water-filling by weight, in integer milli-units so every replay computes the same shares."""
+    """The whole cluster, water-filled by weight among the leaf queues."""
     queues = [q for q in snapshot.queues.values() if q.name != ROOT and not q.children]
-    request = _requests(snapshot)
-    deserved: dict[str, ResourceList] = {q.name: {} for q in queues}
-    remaining = dict(snapshot.total)
-    unmet = {q.name for q in queues}
-    while unmet and any(v > 0 for v in remaining.values()):
-        weights = sum(q.weight for q in queues if q.name in unmet)
-        given: ResourceList = {}
-        for queue in (q for q in queues if q.name in unmet):
-            old = deserved[queue.name]
-            new = {n: old.get(n, 0) + remaining.get(n, 0) * queue.weight // weights for n in remaining}
-            # Never more than the queue asks for: what it does not ask for goes to the others.
-            new = {n: min(v, request[queue.name].get(n, 0)) for n, v in lower(new, real[queue.name]).items()}
-            new = {n: max(new.get(n, 0), queue.guarantee.get(n, 0)) for n in set(new) | set(queue.guarantee)}
-            quantity.add(given, {n: new.get(n, 0) - old.get(n, 0) for n in new})
-            deserved[queue.name] = new
-            if new == old or not over(request[queue.name], new):
-                unmet.discard(queue.name)
-        if not any(given.values()):
-            break
-        remaining = {n: a - given.get(n, 0) for n, a in remaining.items()}
-    return deserved
+    return water_fill(queues, snapshot.total, requests(snapshot), real)
 
 
 def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
@@ -78,7 +48,7 @@ def build(options: Mapping[str, object]) -> Plugin:
         deserved = deserved_shares(snapshot, real)
 
         def order(queue: QueueInfo) -> Key:
-            return (share(ledger.used[queue.name], deserved.get(queue.name, {})),)
+            return priority(queue), share(ledger.used[queue.name], deserved.get(queue.name, {}))
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> Verdict | None:
             future = quantity.sum_lists([ledger.used[queue.name], task.request])

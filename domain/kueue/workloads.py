@@ -1,0 +1,212 @@
+"""The live workloads of a cluster: each unfinished Workload with the status it has now
+(``WorkloadInfo``), filed by what a cycle asks for (``WorkloadIndex``): those holding quota,
+those waiting in each LocalQueue in queue order, and those the activation step must look at.
+
+The index is kept between cycles in ``state.derived`` and renewed only for the workloads a
+watch event changed (``ClusterState.take_changed``); the statuses a cycle decides re-file
+their workload (``refile``). So a cycle costs what the live workloads it looks at cost, and a
+finished workload is never looked at again.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+from domain import quantity
+from domain.kueue.quota import FlavorResource
+from domain.lifecycle.workload import WorkloadView, is_active
+from domain.objects.kueue import Workload
+from domain.objects.meta import ObjectKey
+from domain.quantity import ResourceList
+from domain.state import ClusterState
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+LocalQueueRef = tuple[str, str]
+"""(namespace, LocalQueue name) a workload names."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetRequest:
+    name: str
+    count: int
+    per_pod: ResourceList  # milli-units, ``pods`` included
+
+
+@dataclass
+class WorkloadInfo:
+    key: ObjectKey
+    obj: Workload
+    view: WorkloadView
+    pod_sets: list[PodSetRequest]
+    _admission: tuple[Mapping[str, Any] | None, str, dict[FlavorResource, int]] | None = field(default=None, repr=False)
+
+    @cached_property
+    def priority(self) -> int:
+        return self.obj.spec.priority or 0
+
+    @cached_property
+    def created(self) -> datetime:
+        return self.obj.metadata.creation_timestamp or EPOCH
+
+    @cached_property
+    def order(self) -> tuple[int, datetime, str]:
+        """Queue order: higher priority first, then older, then name."""
+        return (-self.priority, self.created, self.key)
+
+    @cached_property
+    def local_queue(self) -> LocalQueueRef:
+        return (self.obj.metadata.namespace, self.obj.spec.queue_name)
+
+    @cached_property
+    def shape(self) -> tuple[object, ...]:
+        """What admission looks at besides age: equal shapes fit (or not) alike (Kueue's equivalence hash)."""
+        specs = tuple(
+            (p.name, p.count, repr(p.topology_request), repr(p.template.spec)) for p in self.obj.spec.pod_sets
+        )
+        return (self.priority, specs)
+
+    @property
+    def admitted_to(self) -> str:
+        return self._admission_facts()[0]
+
+    def holds_quota(self) -> bool:
+        """Its quota counts: reserved, with an admission, and not finished (Evicted still holds)."""
+        view = self.view
+        return view.is_true("QuotaReserved") and view.admission is not None and not view.is_true("Finished")
+
+    def usage(self) -> dict[FlavorResource, int]:
+        """The (flavor, resource) totals its admission reserves."""
+        return self._admission_facts()[1]
+
+    def _admission_facts(self) -> tuple[str, dict[FlavorResource, int]]:
+        """(ClusterQueue, usage) of its admission, cached per admission."""
+        admission = self.view.admission
+        if self._admission is None or self._admission[0] is not admission:
+            queue = str((admission or {}).get("clusterQueue", ""))
+            self._admission = (admission, queue, self._compute_usage())
+        return self._admission[1], self._admission[2]
+
+    def _compute_usage(self) -> dict[FlavorResource, int]:
+        out: dict[FlavorResource, int] = {}
+        requests = {p.name: p for p in self.pod_sets}
+        for psa in (self.view.admission or {}).get("podSetAssignments", ()):
+            written: Mapping[str, Any] = psa.get("resourceUsage") or {}
+            request = requests.get(psa.get("name", ""))
+            count = int(psa.get("count", request.count if request else 0))
+            for resource, flavor in (psa.get("flavors") or {}).items():
+                if resource in written:
+                    amount = int(quantity.parse_milli(written[resource]))
+                else:
+                    amount = (request.per_pod.get(resource, 0) if request else 0) * count
+                out[(flavor, resource)] = out.get((flavor, resource), 0) + amount
+        return out
+
+
+def _pod_sets(workload: Workload) -> list[PodSetRequest]:
+    return [PodSetRequest(p.name, p.count, p.template.spec.requests()) for p in workload.spec.pod_sets]
+
+
+@dataclass
+class _Queued:
+    """One LocalQueue's workloads without quota, in queue order."""
+
+    order: list[tuple[int, datetime, str]] = field(default_factory=list)
+    infos: dict[str, WorkloadInfo] = field(default_factory=dict)
+
+    def add(self, info: WorkloadInfo) -> None:
+        bisect.insort(self.order, info.order)
+        self.infos[info.key] = info
+
+    def remove(self, info: WorkloadInfo) -> None:
+        del self.order[bisect.bisect_left(self.order, info.order)]
+        del self.infos[info.key]
+
+    def in_order(self) -> Iterator[WorkloadInfo]:
+        infos = self.infos
+        return (infos[key] for _, _, key in self.order)
+
+
+@dataclass
+class WorkloadIndex:
+    """The live (unfinished) workloads, filed: ``holding`` quota; ``queued`` per LocalQueue
+    (active, no quota reserved); ``flagged`` (inactive, or with an Evicted condition)."""
+
+    live: dict[ObjectKey, WorkloadInfo] = field(default_factory=dict)
+    holding: dict[ObjectKey, WorkloadInfo] = field(default_factory=dict)
+    queued: dict[LocalQueueRef, _Queued] = field(default_factory=dict)
+    flagged: dict[ObjectKey, WorkloadInfo] = field(default_factory=dict)
+
+    def renew(self, state: ClusterState, key: ObjectKey) -> None:
+        """Take the workload at ``key`` from the state again (added, changed or gone)."""
+        old = self.live.pop(key, None)
+        if old is not None:
+            self._unfile(old)
+        obj = state.of_kind("Workload").get(key)
+        if isinstance(obj, Workload):
+            info = WorkloadInfo(key, obj, state.workload_view(obj), _pod_sets(obj))
+            if not info.view.is_true("Finished"):
+                self.live[key] = info
+                self._file(info)
+
+    def refile(self, info: WorkloadInfo) -> None:
+        """A decision of this cycle changed ``info.view``: move it where its filing changed
+        (a queue being walked is left as it is when the workload stays in it)."""
+        holds, queued, flagged = _filing(info)
+        if holds != (info.key in self.holding) or queued != self._is_queued(info):
+            self._unfile(info)
+            self._file(info)
+        elif flagged != (info.key in self.flagged):
+            if flagged:
+                self.flagged[info.key] = info
+            else:
+                del self.flagged[info.key]
+
+    def _is_queued(self, info: WorkloadInfo) -> bool:
+        queued = self.queued.get(info.local_queue)
+        return queued is not None and info.key in queued.infos
+
+    def _file(self, info: WorkloadInfo) -> None:
+        holds, queued, flagged = _filing(info)
+        if holds:
+            self.holding[info.key] = info
+        if queued:
+            self.queued.setdefault(info.local_queue, _Queued()).add(info)
+        if flagged:
+            self.flagged[info.key] = info
+
+    def _unfile(self, info: WorkloadInfo) -> None:
+        self.holding.pop(info.key, None)
+        self.flagged.pop(info.key, None)
+        if self._is_queued(info):
+            queued = self.queued[info.local_queue]
+            queued.remove(info)
+            if not queued.infos:
+                del self.queued[info.local_queue]
+
+
+def _filing(info: WorkloadInfo) -> tuple[bool, bool, bool]:
+    """(holds quota, queued: active without quota, flagged: inactive or with an Evicted condition)."""
+    view = info.view
+    active = is_active(info.obj.spec.active, view)
+    return (
+        info.holds_quota(),
+        active and not view.is_true("QuotaReserved"),
+        not active or view.condition("Evicted") is not None,
+    )
+
+
+def index_of(state: ClusterState) -> WorkloadIndex:
+    """The state's workload index, renewed where watch events changed workloads."""
+    changed = state.take_changed("Workload")
+    index = state.derived.get("kueue")
+    if not isinstance(index, WorkloadIndex):
+        index = state.derived["kueue"] = WorkloadIndex()
+        changed = set(state.of_kind("Workload"))
+    for key in sorted(changed):
+        index.renew(state, key)
+    return index

@@ -1,0 +1,176 @@
+"""Kueue in the simulated cluster: a Kueue job is a Workload, and the cluster does with it what
+Kueue's batch/Job integration and the Job controller do with a suspended Job:
+
+* at the job's submit time its Workload is ADDED, owned by the job's batch/v1 Job (the Job
+  itself is not in the stream: no one schedules it);
+* ``WorkloadStatus``: the decided status (conditions, admission, requeueState,
+  unhealthyNodes) is written back to the Workload, one MODIFIED, as Kueue writes it to the API
+  server. When it admits the workload (Admitted, not Evicted) and the job has no pods, the Job
+  is unsuspended and its controller creates the pods: ``count`` of them, owned by the Job,
+  with the node selector of the assigned flavors (their ``nodeLabels``) and, when the
+  admission carries a ``topologyAssignment``, of the domain each pod was assigned to, plus
+  the annotation ``kueue.x-k8s.io/workload`` that TAS puts on its pods;
+* ``Evict`` of a Workload: the Job is suspended, so its pods are deleted (MODIFIED with a
+  ``deletionTimestamp``, then DELETED) and none replaces them; Kueue then releases the quota
+  and requeues the workload (two-phase release: statuses of the next cycles), and the next
+  admission starts the job over with new pods;
+* when all its pods have succeeded the Workload gets ``Finished`` (reason Succeeded), and the
+  finished Job is deleted (``ttlSecondsAfterFinished: 0``): its pods, then the Workload.
+
+Kueue reserves quota, not nodes: a pod scheduler binds the pods. Here that is our scheduler,
+as in clusters that run Kueue in front of Volcano (the Job template names
+``schedulerName: volcano``): each pod is a job of one in Volcano's ``default`` queue, with no
+PodGroup, since Kueue already holds the quota of the whole gang.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from domain.decisions import Decision, DecisionKind
+from domain.kueue.topology import WORKLOAD_ANNOTATION
+from domain.quantity import parse_milli
+from services.simulate import quota
+from services.simulate.clock import wall
+from services.simulate.cluster import SimPod
+from services.traces.events import pod_spec, workload_manifest
+from services.traces.model import Job
+
+if TYPE_CHECKING:
+    from services.simulate.cluster import SimCluster, SimGroup
+
+FINISHED = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "Job finished successfully"}
+_JOB_UIDS = uuid.UUID("3d0f6f4e-8a51-4b8e-b1c5-2f7d9e0a6c13")
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """Where the Job controller asks for an admitted workload's pod to go: the node selector
+    of its flavors and, under topology-aware scheduling (``topology``), of its domain."""
+
+    node_selector: dict[str, str] = field(default_factory=dict)
+    topology: bool = False
+
+
+class SimWorkloads:
+    """The Workloads of one simulated cluster, and their Jobs' pods."""
+
+    def __init__(self, cluster: SimCluster, scheduler_name: str, ib_label: str, objects: list[dict[str, Any]]) -> None:
+        self.cluster = cluster
+        self.scheduler_name = scheduler_name
+        self.ib_label = ib_label
+        self.objects = objects  # the flavors and queues (``quota``), created by ``add_objects``
+        self.flavor_labels = quota.flavor_labels(objects)
+
+    def _owner(self, job: Job) -> dict[str, Any]:
+        uid = str(uuid.uuid5(_JOB_UIDS, f"{self.cluster.cluster}/{self.cluster.namespace}/{job.id}"))
+        return {"apiVersion": "batch/v1", "kind": "Job", "name": job.id, "uid": uid, "controller": True}
+
+    def workload_object(self, group: SimGroup) -> dict[str, Any]:
+        job = group.job
+        meta = self.cluster._meta("Workload", job.id, job.submit)
+        meta["ownerReferences"] = [self._owner(job)]
+        manifest = workload_manifest(job, meta, self.ib_label)
+        manifest["status"] = dict(group.status)
+        return manifest
+
+    def pod_object(self, pod: SimPod, admitted: Admitted) -> dict[str, Any]:
+        """A pod the Job controller created for an admission."""
+        job = pod.job
+        meta = self.cluster._meta("Pod", pod.name, pod.created, pod.attempt)
+        meta["labels"] = job.labels
+        meta["ownerReferences"] = [self._owner(job)]
+        spec: dict[str, Any] = {"schedulerName": self.scheduler_name, "priority": job.priority, **pod_spec(job)}
+        if admitted.node_selector:
+            spec["nodeSelector"] = dict(sorted(admitted.node_selector.items()))
+        if admitted.topology:
+            meta["annotations"] = {WORKLOAD_ANNOTATION: job.id}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+
+    # -- what the cluster does --------------------------------------------------------------
+
+    def apply(self, group: SimGroup, decision: Decision) -> None:
+        if decision.kind is DecisionKind.WORKLOAD_STATUS:
+            self.status(group, decision)
+        elif decision.kind is DecisionKind.EVICT:
+            self.evict(group)
+        else:
+            self.cluster.ignored[decision.kind.value] += 1
+
+    def status(self, group: SimGroup, decision: Decision) -> None:
+        """Write the decided status back; create the pods of a new admission."""
+        fields = decision.fields
+        status: dict[str, Any] = {"conditions": fields["conditions"], "admission": fields["admission"]}
+        for key in ("requeueState", "unhealthyNodes"):
+            if key in fields:
+                status[key] = fields[key]
+        group.status = status
+        cluster = self.cluster
+        for condition in fields["conditions"]:
+            if condition["type"] == "QuotaReserved" and condition["status"] == "False":
+                cluster.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
+        cluster._emit("MODIFIED", self.workload_object(group))
+        if _is_true(status, "Admitted") and not _is_true(status, "Evicted") and not group.pods:
+            self._create_pods(group, fields["admission"])
+
+    def _create_pods(self, group: SimGroup, admission: dict[str, Any]) -> None:
+        cluster = self.cluster
+        job = group.job
+        requests = {name: parse_milli(amount) for name, amount in job.requests.items()}
+        for index, admitted in enumerate(self._placements(job, admission)):
+            pod = SimPod(job, index, requests, attempt=group.admissions, created=cluster.now, admitted=admitted)
+            group.pods.append(pod)
+            cluster.pods[pod.name] = pod
+            cluster._emit("ADDED", cluster._pod_object(pod))
+        group.admissions += 1
+
+    def _placements(self, job: Job, admission: dict[str, Any]) -> list[Admitted]:
+        """Each pod's node selector: its flavors' node labels, and its TAS domain's levels."""
+        assignment = admission["podSetAssignments"][0]
+        flavors: dict[str, str] = {}
+        for flavor in sorted(set(assignment.get("flavors", {}).values())):
+            flavors.update(self.flavor_labels.get(flavor, {}))
+        topology = assignment.get("topologyAssignment")
+        if not topology:
+            return [Admitted(flavors) for _ in range(job.tasks)]
+        placements: list[Admitted] = []
+        for domain in topology["domains"]:
+            levels = dict(zip(topology["levels"], domain["values"], strict=True))
+            placements.extend(Admitted({**flavors, **levels}, topology=True) for _ in range(int(domain["count"])))
+        return placements
+
+    def evict(self, group: SimGroup) -> None:
+        """The Job is suspended: its pods go, none comes back until the next admission."""
+        cluster = self.cluster
+        for pod in group.pods:
+            if pod.phase == "Running":
+                cluster._release(pod)
+            cluster._emit("MODIFIED", cluster._pod_object(pod, deleting=True))
+            cluster._emit("DELETED", cluster._pod_object(pod, deleting=True))
+            pod.phase = "Deleted"
+            del cluster.pods[pod.name]
+        group.pods = []
+        group.record.restarts += 1
+        if not group.waiting:
+            group.waiting = True
+            cluster.waiting += 1
+        cluster._track()
+
+    def finish(self, group: SimGroup) -> None:
+        """All pods succeeded: Finished, then the Job goes with its pods and Workload."""
+        cluster = self.cluster
+        group.status = {**group.status, "conditions": [*group.status.get("conditions", []), FINISHED]}
+        cluster._emit("MODIFIED", self.workload_object(group))
+        for pod in group.pods:
+            cluster._emit("DELETED", cluster._pod_object(pod, deleting=True))
+            del cluster.pods[pod.name]
+        deleted = self.workload_object(group)
+        deleted["metadata"]["deletionTimestamp"] = wall(cluster.now)
+        cluster._emit("DELETED", deleted)
+        del cluster.groups[group.job.id]
+
+
+def _is_true(status: dict[str, Any], condition: str) -> bool:
+    return any(c["type"] == condition and c["status"] == "True" for c in status.get("conditions", []))
