@@ -94,11 +94,12 @@ class ClusterState:
         """uid -> the last status we decided for each PodGroup."""
         return {s.uid: s.reported for s in self.machines.get("PodGroup", {}).values() if s.reported is not None}
 
-    def node_of(self, pod: Pod) -> str:
-        """The node a pod runs on: its own spec, else the bind we decided for it."""
+    def node_of(self, pod: Pod, key: ObjectKey | None = None) -> str:
+        """The node a pod runs on: its own spec, else the bind we decided for it. ``key``, the
+        pod's key when the caller has it, saves building it again (a hot path in snapshots)."""
         if pod.spec.node_name:
             return pod.spec.node_name
-        status = self.status_of(pod)
+        status = self.status_of(pod) if key is None else self.machines.get("Pod", {}).get(key)
         return status.node if status is not None and status.uid == pod.metadata.uid else ""
 
     def wants_cycle(self) -> bool:

@@ -3,9 +3,15 @@ placements change nodes, so that a cycle does not re-run every predicate on ever
 task (the all-pairs cost that makes naive gang schedulers slow).
 
 A shape is what predicates and scores look at (requests, selector, affinity, tolerations, and
-the job when its placed members sway the score). When a node's free resources change, every
-ranking that holds the node re-evaluates it at once and older entries of it go stale, so the
-top valid entry is exactly what a full scan would choose: the best score, ties to the name.
+the job when its placed members sway the score). When a node's free resources change, its older
+entries go stale and every ranking that holds it marks it for re-evaluation; a ranking evaluates
+its marked nodes when it is next asked (a node that changes many times between two questions is
+evaluated once, and a ranking nobody asks again never is), so the top valid entry is exactly what
+a full scan would choose: the best score, ties to the name.
+
+When every predicate and score looks at the task's shape and the node alone, the rankings stay
+right from one cycle to the next as long as the nodes that changed in between are marked: a
+session then ``carry``-s the last cycle's candidates instead of ranking every node again.
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from domain.reasons import FitSummary
-from domain.scheduler.snapshot import NodeInfo, TaskInfo
+from domain.scheduler.snapshot import NodeInfo, Snapshot, TaskInfo
 
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
+Predicate = Callable[[TaskInfo, NodeInfo], list[str]]
+Score = Callable[[TaskInfo, NodeInfo], float]
 
 
 @dataclass
@@ -27,21 +35,23 @@ class Ranking:
     nodes: dict[str, NodeInfo]
     heap: list[Entry] = field(default_factory=list)
     reasons: dict[str, list[str]] = field(default_factory=dict)  # why each infeasible node does not fit
+    dirty: set[str] = field(default_factory=set)  # nodes changed since they were last evaluated here
 
 
 @dataclass
 class Candidates:
-    predicate: Callable[[TaskInfo, NodeInfo], list[str]]
-    score: Callable[[TaskInfo, NodeInfo], float]
+    predicate: Predicate
+    score: Score
     versions: dict[str, int] = field(default_factory=dict)
     _rankings: dict[tuple[object, ...], Ranking] = field(default_factory=dict)
+    _holding: dict[str, list[Ranking]] = field(default_factory=dict)  # node -> the rankings that hold it
+    holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
 
     def changed(self, node: NodeInfo) -> None:
-        """A node's free resources changed: re-rank it wherever it is ranked."""
+        """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
         self.versions[node.name] = self.versions.get(node.name, 0) + 1
-        for ranking in self._rankings.values():
-            if node.name in ranking.nodes:
-                self._evaluate(ranking, node)
+        for ranking in self._holding.get(node.name, ()):
+            ranking.dirty.add(node.name)
 
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
         failures = self.predicate(ranking.task, node)
@@ -52,6 +62,16 @@ class Candidates:
         entry = (-self.score(ranking.task, node), node.name, self.versions.get(node.name, 0))
         heapq.heappush(ranking.heap, entry)
 
+    def _refresh(self, ranking: Ranking) -> None:
+        for name in ranking.dirty:
+            self._evaluate(ranking, ranking.nodes[name])
+        ranking.dirty.clear()
+        if len(ranking.heap) > 2 * len(ranking.nodes) + 64:
+            # Stale entries pile up over many cycles: keep the current ones only.
+            versions = self.versions
+            ranking.heap = [e for e in ranking.heap if e[2] == versions.get(e[1], 0)]
+            heapq.heapify(ranking.heap)
+
     def best(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[NodeInfo | None, FitSummary]:
@@ -60,13 +80,31 @@ class Candidates:
         if ranking is None:
             ranking = self._rankings[key] = Ranking(task, {n.name: n for n in nodes})
             for node in nodes:
+                self._holding.setdefault(node.name, []).append(ranking)
                 self._evaluate(ranking, node)
+        elif ranking.dirty:
+            self._refresh(ranking)
         heap = ranking.heap
         while heap:
             _, name, version = heap[0]
             if version == self.versions.get(name, 0):
                 return ranking.nodes[name], FitSummary(len(nodes))
-            heapq.heappop(heap)  # stale: the node was re-ranked when it changed
+            heapq.heappop(heap)  # stale: the node changed since this entry was scored
         summary = FitSummary(len(nodes))
         summary.reasons = Counter(r for failures in ranking.reasons.values() for r in failures)
         return None, summary
+
+
+def carry(previous: object, predicate: Predicate, score: Score, snapshot: Snapshot) -> Candidates:
+    """The last cycle's candidates for a session over ``snapshot``, the nodes it built again marked
+    as changed; new ones for a new node set (or a first cycle). Only for node-local predicates and
+    scores: the rankings keep the answers they gave the last session."""
+    if not isinstance(previous, Candidates) or previous.holds is not snapshot.nodes or snapshot.rebuilt is None:
+        return Candidates(predicate, score, holds=snapshot.nodes)
+    previous.predicate, previous.score = predicate, score
+    for name in sorted(snapshot.rebuilt):
+        node = snapshot.nodes[name]
+        for ranking in previous._holding.get(name, ()):
+            ranking.nodes[name] = node
+        previous.changed(node)
+    return previous

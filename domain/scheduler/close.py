@@ -85,18 +85,22 @@ def _view(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: in
 def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[Decision]:
     out = []
     jobs = session.snapshot.jobs
+    machines = state.machines.get("PodGroup", {})
     # Only PodGroups get a status: lone pods (most jobs, in a big trace) are not even sorted.
     for key in sorted(k for k, j in jobs.items() if j.group is not None):
         job = jobs[key]
         group = job.group
         if not isinstance(group, PodGroup) or job.terminating or not job.tasks:
             continue  # S1: a gang with no tasks, or on its way out, gets no status write
-        machine = state.status_of(group)
+        machine = machines.get(key)  # ``state.status_of(group)``: a job's key is its PodGroup's
         if machine is None:
             continue
         machine.peak_tasks = peak = max(machine.peak_tasks, len(job.tasks))
-        observed = (group.status.phase, tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions))
-        baseline = machine.reported or observed
+        # What we last wrote, else what the cluster reports (built only when needed).
+        baseline = machine.reported or (
+            group.status.phase,
+            tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions),
+        )
         view = _view(session, job, baseline, peak)
         if view == baseline or not state.decide_pod_group_status(group, view, seq):
             continue

@@ -16,8 +16,9 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, *, seq: int) -> list
     # 2. Apply the queue rules (SEEDS S2): refused queues and jobs in inner queues leave the snapshot.
     out = queue_rules.refuse_queues(state, view, seq)
     out.extend(queue_rules.reject_jobs(state, view, seq))
-    # 3. Open the session; each plugin registers its callbacks, tier by tier.
-    session = registry.open_session(view, config)
+    # 3. Open the session; each plugin registers its callbacks, tier by tier (node rankings
+    #    carry over from the last cycle when they can, see ``candidates``).
+    session = registry.open_session(view, config, state.derived)
     # 4. Run the actions in the configured order.
     for action in config.actions:
         registry.ACTIONS[action](session)

@@ -4,7 +4,7 @@ The Node and HyperNode objects of a ``ClusterState`` are immutable and replaced 
 so a table built from them stays right for as long as the same objects (and the same IB label)
 are there: every cycle compares them (identity first, then value) and rebuilds only on a change.
 A pod's effective request, and what a task takes from its pod alone (``snapshot``'s facts), are
-memoised the same way, per pod object. Nothing here is a decision
+memoised the same way, per pod object, as is what a job takes from its PodGroup alone. Nothing here is a decision
 input that a cycle could not recompute from the state: a fresh ``Memo`` gives the same snapshot.
 """
 
@@ -16,8 +16,17 @@ from datetime import UTC, datetime
 from domain import quantity
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
+from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup
 from domain.quantity import ResourceList
-from domain.scheduler.topology import HYPERNODE, Domain, hyper_domains, label_domains, where_key
+from domain.scheduler.topology import (
+    HYPERNODE,
+    Domain,
+    TopologyRequest,
+    hyper_domains,
+    hyper_request,
+    label_domains,
+    where_key,
+)
 from domain.state import ClusterState
 
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belongs to (minTaskMember)
@@ -65,15 +74,26 @@ class PodFacts:
     created: float
 
 
+@dataclass(frozen=True, slots=True)
+class GroupFacts:
+    """What a snapshot's job takes from its PodGroup object alone."""
+
+    created: float
+    topology: TopologyRequest | None
+    job_owners: tuple[tuple[ObjectKey, str], ...]  # (key, uid) of the Volcano Jobs that own it
+
+
 @dataclass(slots=True, eq=False)
 class Memo:
     table: NodeTable | None = None
     requests: dict[int, tuple[Pod, ResourceList]] = field(default_factory=dict)  # id(pod) -> (pod, request)
     facts: dict[int, tuple[Pod, PodFacts]] = field(default_factory=dict)  # id(pod) -> (pod, its facts)
+    groups: dict[int, tuple[PodGroup, str, GroupFacts]] = field(default_factory=dict)  # id -> (group, label, facts)
     nodes: dict[str, NodeInfo] | None = None  # the last snapshot's nodes, built from ``nodes_table``
     nodes_table: NodeTable | None = None
     loads: dict[str, tuple[ResourceList, ...]] = field(default_factory=dict)  # node -> requests it holds
     touched: set[str] = field(default_factory=set)  # nodes the last session's statements changed
+    rebuilt: set[str] | None = None  # nodes the last ``idle_nodes`` built again; None: all of them
 
 
 def _build(
@@ -135,12 +155,39 @@ def pod_facts(memo: Memo, pod: Pod) -> PodFacts:
     return entry[1]
 
 
-def forget_gone(memo: Memo, pods: dict[object, Pod]) -> None:
-    """Drop the memoised requests and facts of pod objects the state no longer holds."""
+def _topology(group: PodGroup, label: str) -> TopologyRequest | None:
+    if group.metadata.annotations.get(NETWORK_TOPOLOGY_ANNOTATION) == "ib-cluster":
+        return TopologyRequest(hard=True, highest_tier=None, label=label)
+    spec = group.spec.network_topology
+    if spec is None:
+        return None
+    return hyper_request(spec)
+
+
+def group_facts(memo: Memo, group: PodGroup, label: str) -> GroupFacts:
+    """What a job takes from its PodGroup alone (``label`` names IB clusters), once per object."""
+    entry = memo.groups.get(id(group))
+    if entry is None or entry[0] is not group or entry[1] != label:
+        meta = group.metadata
+        owners = tuple(
+            (ObjectKey(f"{meta.namespace}/{owner.name}"), owner.uid)
+            for owner in meta.owner_references
+            if owner.kind == "Job"
+        )
+        facts = GroupFacts(seconds(meta.creation_timestamp), _topology(group, label), owners)
+        entry = memo.groups[id(group)] = (group, label, facts)
+    return entry[2]
+
+
+def forget_gone(memo: Memo, pods: dict[object, Pod], groups: dict[object, object]) -> None:
+    """Drop the memoised requests and facts of pod and PodGroup objects the state no longer holds."""
     if len(memo.requests) > 2 * len(pods) + 64 or len(memo.facts) > 2 * len(pods) + 64:
         live = {id(p) for p in pods.values()}
         memo.requests = {k: v for k, v in memo.requests.items() if k in live}
         memo.facts = {k: v for k, v in memo.facts.items() if k in live}
+    if len(memo.groups) > 2 * len(groups) + 64:
+        live = {id(g) for g in groups.values()}
+        memo.groups = {k: v for k, v in memo.groups.items() if k in live}
 
 
 def _fresh(row: NodeRow, load: tuple[ResourceList, ...]) -> NodeInfo:
@@ -157,20 +204,23 @@ def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable) -> dict[str, N
     last session's statements touched, are built again; the others are the last cycle's, as is
     the dict (a snapshot's nodes are valid until the next ``build``)."""
     lists: dict[str, list[ResourceList]] = {}
-    for pod in state.objects.get("Pod", {}).values():
-        name = state.node_of(pod)  # type: ignore[arg-type]
+    for key, pod in state.objects.get("Pod", {}).items():
+        name = state.node_of(pod, key)  # type: ignore[arg-type]
         if name and not pod.is_finished():  # type: ignore[union-attr]
             lists.setdefault(name, []).append(request_of(memo, pod))  # type: ignore[arg-type]
     loads = {name: tuple(load) for name, load in lists.items()}
     nodes = memo.nodes
+    rebuilt: set[str] | None = None
     if nodes is None or memo.nodes_table is not table:
         nodes = {name: _fresh(row, loads.get(name, ())) for name, row in table.rows.items()}
     else:
         old = memo.loads
         dirty = memo.touched | {n for n in loads.keys() | old.keys() if loads.get(n, ()) != old.get(n, ())}
+        rebuilt = set()
         for name in dirty:
             row = table.rows.get(name)
             if row is not None:
                 nodes[name] = _fresh(row, loads.get(name, ()))
-    memo.nodes, memo.nodes_table, memo.loads, memo.touched = nodes, table, loads, set()
+                rebuilt.add(name)
+    memo.nodes, memo.nodes_table, memo.loads, memo.touched, memo.rebuilt = nodes, table, loads, set(), rebuilt
     return nodes

@@ -132,16 +132,20 @@ class Ledger:
         self.used: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
         self.inqueue: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
         self._reserved: dict[ObjectKey, ResourceList] = {}
+        # The queue tree is fixed for the session: each queue's chain is walked once.
+        self._chains = {name: self._chain(name) for name in snapshot.queues}
         for job in snapshot.jobs.values():
-            for name in self.chain(job.queue):
-                quantity.add(self.used[name], job.allocated)
+            if job.allocated:  # most jobs of a big trace hold nothing yet, or nothing at all
+                for name in self.chain(job.queue):
+                    quantity.add(self.used[name], job.allocated)
             if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
                 self.enqueued(job)
 
     def chain(self, queue: str) -> list[str]:
         """The queues that account for a job of ``queue``: itself, and its ancestors in a hierarchy."""
-        if queue not in self.snapshot.queues:
-            return []
+        return self._chains.get(queue, [])
+
+    def _chain(self, queue: str) -> list[str]:
         if not self.roll_up:
             return [queue]
         return [q.name for q in self.snapshot.ancestors(queue)]
@@ -157,8 +161,11 @@ class Ledger:
 
     def allocated(self, task: TaskInfo, sign: int) -> None:
         job = self.snapshot.jobs[task.job]
+        request = task.request
         for name in self.chain(job.queue):
-            quantity.add(self.used[name], {k: sign * v for k, v in task.request.items()})
+            used = self.used[name]
+            for resource, amount in request.items():
+                used[resource] = used.get(resource, 0) + sign * amount
         before = self._reserved.get(job.key)
         if before is not None:
             # The reservation shrinks as the gang's own members take their place.

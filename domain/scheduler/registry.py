@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from domain.scheduler import candidates
 from domain.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.plugins import (
@@ -53,11 +54,22 @@ PLUGINS: dict[str, Callable[[Mapping[str, object]], Plugin]] = {
 }
 
 
-def open_session(snapshot: Snapshot, config: SchedulerConfig) -> Session:
-    """A session whose plugins, tier by tier, have registered their callbacks."""
+NODE_LOCAL = frozenset({predicates.NAME, nodeorder.NAME, binpack.NAME})
+"""Plugins whose predicates and scores look at the task's shape and the node alone (not at
+other jobs or where they run): node rankings made with them stay right across cycles."""
+
+
+def open_session(snapshot: Snapshot, config: SchedulerConfig, memo: dict[str, object]) -> Session:
+    """A session whose plugins, tier by tier, have registered their callbacks. With node-local
+    plugins only it carries on the node rankings of the last cycle, kept in ``memo``."""
     session = Session(snapshot, config)
     for tier, plugins in enumerate(config.tiers):
         session.tier = tier
         for plugin in plugins:
             PLUGINS[plugin.name](plugin.options).on_open(session)
+    previous = memo.pop("candidates", None)
+    if session.ranks_by(NODE_LOCAL):
+        session.candidates = memo["candidates"] = candidates.carry(
+            previous, session.predicate, session.node_score, snapshot
+        )
     return session

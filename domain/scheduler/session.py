@@ -181,6 +181,10 @@ class Session:
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         return sum(h.fn(task, node) for h in self._node_order)
 
+    def ranks_by(self, plugins: frozenset[str]) -> bool:
+        """Whether every predicate and node-order callback comes from one of ``plugins``."""
+        return all(h.plugin in plugins for h in (*self._predicate, *self._node_order))
+
     def job_ready(self, job: JobInfo) -> Verdict | None:
         return next((v for h in self._job_ready if (v := h.fn(job)) is not None), None)
 

@@ -16,14 +16,25 @@ from domain import quantity
 from domain.lifecycle.job import JobPhase
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
+from domain.lifecycle.status import MachineStatus
 from domain.objects.core import Pod, PriorityClass
-from domain.objects.meta import ObjectKey, key_of
-from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup, Queue
+from domain.objects.meta import ObjectKey
+from domain.objects.volcano import PodGroup, Queue
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.node_table import Memo, NodeInfo, forget_gone, idle_nodes, node_table, pod_facts, seconds
+from domain.scheduler.node_table import (
+    GroupFacts,
+    Memo,
+    NodeInfo,
+    forget_gone,
+    group_facts,
+    idle_nodes,
+    node_table,
+    pod_facts,
+    seconds,
+)
 from domain.scheduler.subgroups import SubGroup, split
-from domain.scheduler.topology import Domain, TopologyRequest, hyper_request
+from domain.scheduler.topology import Domain, TopologyRequest
 from domain.state import ClusterState
 
 ROOT = "root"
@@ -131,6 +142,7 @@ class Snapshot:
     largest: ResourceList = field(default_factory=dict)  # the most any one node offers, per resource
     domain_nodes: dict[str, list[NodeInfo]] = field(default_factory=dict)  # where-key -> its nodes, by name
     touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
+    rebuilt: set[str] | None = None  # nodes built again since the last snapshot; None: all of them
     pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
 
     def ancestors(self, name: str) -> list[QueueInfo]:
@@ -149,17 +161,17 @@ class Snapshot:
         return quantity.sum_lists([queue.allocated, *(self.subtree_allocated(c) for c in queue.children)])
 
 
-def _task_status(state: ClusterState, pod: Pod, node: str) -> TaskStatus | None:
-    if pod.status.phase == "Succeeded":
+def _task_status(pod: Pod, machine: MachineStatus | None, node: str) -> TaskStatus | None:
+    phase = pod.status.phase
+    if phase == "Succeeded":
         return TaskStatus.SUCCEEDED
-    if pod.status.phase == "Failed":
+    if phase == "Failed":
         return TaskStatus.FAILED
-    machine = state.status_of(pod)
     if pod.metadata.deletion_timestamp is not None or (machine is not None and machine.evicted):
         return TaskStatus.RELEASING if node else None
     if node:
-        return TaskStatus.RUNNING if pod.status.phase == "Running" else TaskStatus.BOUND
-    return TaskStatus.PENDING if pod.status.phase == "Pending" else None
+        return TaskStatus.RUNNING if phase == "Running" else TaskStatus.BOUND
+    return TaskStatus.PENDING if phase == "Pending" else None
 
 
 def _memo(state: ClusterState) -> Memo:
@@ -196,42 +208,28 @@ def _queues(state: ClusterState) -> dict[str, QueueInfo]:
     return queues
 
 
-def _topology(group: PodGroup | None, config: SchedulerConfig) -> TopologyRequest | None:
-    if group is None:
-        return None
-    if group.metadata.annotations.get(NETWORK_TOPOLOGY_ANNOTATION) == "ib-cluster":
-        return TopologyRequest(hard=True, highest_tier=None, label=config.ib_cluster_label)
-    spec = group.spec.network_topology
-    if spec is None:
-        return None
-    return hyper_request(spec)
-
-
-def _is_terminating(state: ClusterState, group: PodGroup) -> bool:
+def _is_terminating(state: ClusterState, phase: object, facts: GroupFacts) -> bool:
     """A PodGroup being deleted, or owned by a Job that is terminating or gone (SEEDS S1)."""
-    if state.phase_of("PodGroup", key_of(group.metadata)) is PodGroupPhase.TERMINATING:
+    if phase is PodGroupPhase.TERMINATING:
         return True
-    for owner in group.metadata.owner_references:
-        if owner.kind != "Job":
-            continue
-        job_key = ObjectKey(f"{group.metadata.namespace}/{owner.name}")
-        if owner.uid in state.tombstones or state.phase_of("Job", job_key) is JobPhase.TERMINATING:
+    for key, uid in facts.job_owners:
+        if uid in state.tombstones or state.phase_of("Job", key) is JobPhase.TERMINATING:
             return True
     return False
 
 
-def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, config: SchedulerConfig) -> JobInfo:
+def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, *, memo: Memo, label: str) -> JobInfo:
     if group is None:
         return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, seconds(pod.metadata.creation_timestamp),
                        PodGroupPhase.INQUEUE)  # fmt: skip
-    phase = state.phase_of("PodGroup", key)
+    phase = state.phase_of("PodGroup", key)  # a job's key is its PodGroup's
     spec = group.spec
+    facts = group_facts(memo, group, label)
     return JobInfo(
         key, group, spec.queue or DEFAULT_QUEUE, spec.min_member, dict(spec.min_task_member),
-        None if spec.min_resources is None else dict(spec.min_resources),
-        seconds(group.metadata.creation_timestamp),
+        None if spec.min_resources is None else dict(spec.min_resources), facts.created,
         phase if isinstance(phase, PodGroupPhase) else PodGroupPhase.PENDING,
-        topology=_topology(group, config), terminating=_is_terminating(state, group),
+        topology=facts.topology, terminating=_is_terminating(state, phase, facts),
     )  # fmt: skip
 
 
@@ -250,14 +248,16 @@ def _jobs(
     state: ClusterState, config: SchedulerConfig, memo: Memo, pipelined: list[TaskInfo]
 ) -> dict[ObjectKey, JobInfo]:
     groups = state.objects.get("PodGroup", {})
+    machines = state.machines.get("Pod", {})
     jobs: dict[ObjectKey, JobInfo] = {}
     for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
-        node = state.node_of(pod)
+        machine = machines.get(pod_key)  # ``state.status_of(pod)``, without building its key again
+        node = state.node_of(pod, pod_key)
         ours = pod.spec.scheduler_name == config.scheduler_name
         facts = pod_facts(memo, pod)
         group_name, key = facts.group, facts.job or pod_key
         group = groups.get(key) if group_name else None
-        status = _task_status(state, pod, node)
+        status = _task_status(pod, machine, node)
         if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
             continue  # not ours to place, or a member waiting for its PodGroup to exist
         if not ours and not group_name:
@@ -265,7 +265,8 @@ def _jobs(
         job = jobs.get(key)
         if job is None:
             if group_name:
-                job = _job(state, key, group if isinstance(group, PodGroup) else None, pod, config)
+                group_or_none = group if isinstance(group, PodGroup) else None
+                job = _job(state, key, group_or_none, pod, memo=memo, label=config.ib_cluster_label)
             else:
                 job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
             jobs[key] = job
@@ -310,14 +311,15 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     queues = _queues(state)
     pipelined: list[TaskInfo] = []
     jobs = _jobs(state, config, memo, pipelined)
-    forget_gone(memo, state.objects.get("Pod", {}))
+    forget_gone(memo, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
     for job in jobs.values():
-        if job.queue in queues:
+        if job.allocated and job.queue in queues:
             quantity.add(queues[job.queue].allocated, job.allocated)
     snapshot = Snapshot(nodes, queues, jobs, table.ib, table.hyper, dict(table.total))
     snapshot.largest = dict(table.largest)
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
+    snapshot.rebuilt = memo.rebuilt
     _hold_pipelined(snapshot, pipelined)
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():

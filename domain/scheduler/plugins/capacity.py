@@ -21,7 +21,6 @@ from domain.scheduler.quota import (
     Ledger,
     describe,
     lower,
-    over,
     priority,
     real_capabilities,
     reclaimable_beyond_deserved,
@@ -120,13 +119,18 @@ def build(options: Mapping[str, object]) -> Plugin:
             path = paths[queue.name]
             return priority(queue), *(v for name in path for v in share(name)), *(0.0, 0.0) * (depth - len(path))
 
+        # A queue not reachable from root in the tree has no limits of its own: it is unbounded.
+        chains = {q: [(name, real[name]) for name in ledger.chain(q) if name in real] for q in snapshot.queues}
+
         def limits(queue: str) -> list[tuple[str, ResourceList]]:
-            # A queue not reachable from root in the tree has no limits of its own: it is unbounded.
-            return [(name, real[name]) for name in ledger.chain(queue) if name in real]
+            return chains.get(queue, [])
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> Verdict | None:
+            request = task.request
+            dims = requested(task)
             for name, limit in limits(queue.name):
-                short = over(quantity.sum_lists([ledger.used[name], task.request]), limit, requested(task))
+                used = ledger.used[name]
+                short = sorted(n for n in dims if n in limit and used.get(n, 0) + request[n] > limit[n])
                 if short:
                     message = f"queue {name} would exceed its capability: {describe(short)}"
                     return Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
