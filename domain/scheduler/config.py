@@ -173,6 +173,9 @@ def _tier(index: int, tier: Any) -> tuple[PluginConfig, ...]:
             raise ConfigError(f"every plugin in tier {index} needs a 'name'")
         _unknown("plugin", [entry["name"]], PLUGINS, f"tier {index}")
         _unknown("key", entry, _PLUGIN_KEYS, f"plugin {entry['name']!r}")
+        for key, value in entry.items():
+            if key.startswith("enable") and not isinstance(value, bool):
+                raise ConfigError(f"plugin {entry['name']!r}: {key} must be true or false, not {value!r}")
         options = {k: v for k, v in entry.items() if k != "name"}
         plugins.append(PluginConfig(entry["name"], options))
     return tuple(plugins)

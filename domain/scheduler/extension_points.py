@@ -37,6 +37,12 @@ class ExtensionPoint(StrEnum):
     def rule(self) -> Rule:
         return _RULES[self]
 
+    @property
+    def switch(self) -> str | None:
+        """The plugin option (volcano-scheduler.conf's spelling) that, set to false, keeps a
+        plugin's callback off this point; None where upstream has no switch."""
+        return _SWITCHES.get(self)
+
 
 _RULES = {
     ExtensionPoint.QUEUE_ORDER: Rule.ORDER,
@@ -52,6 +58,22 @@ _RULES = {
     ExtensionPoint.ALLOCATED: Rule.ALL,
     ExtensionPoint.PREEMPTABLE: Rule.INTERSECT,
     ExtensionPoint.RECLAIMABLE: Rule.INTERSECT,
+}
+
+
+# Upstream's per-plugin switches (framework.PluginOption's Enabled* fields); unset means on.
+_SWITCHES = {
+    ExtensionPoint.QUEUE_ORDER: "enableQueueOrder",
+    ExtensionPoint.JOB_ORDER: "enableJobOrder",
+    ExtensionPoint.TASK_ORDER: "enableTaskOrder",
+    ExtensionPoint.JOB_ENQUEUEABLE: "enableJobEnqueued",
+    ExtensionPoint.JOB_ENQUEUED: "enableJobEnqueued",
+    ExtensionPoint.ALLOCATABLE: "enabledAllocatable",
+    ExtensionPoint.PREDICATE: "enablePredicate",
+    ExtensionPoint.NODE_ORDER: "enableNodeOrder",
+    ExtensionPoint.JOB_READY: "enableJobReady",
+    ExtensionPoint.PREEMPTABLE: "enablePreemptable",
+    ExtensionPoint.RECLAIMABLE: "enableReclaimable",
 }
 
 

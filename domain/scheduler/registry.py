@@ -66,6 +66,7 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig, memo: dict[str, ob
     for tier, plugins in enumerate(config.tiers):
         session.tier = tier
         for plugin in plugins:
+            session.switches = plugin.options
             PLUGINS[plugin.name](plugin.options).on_open(session)
     previous = memo.pop("candidates", None)
     if session.ranks_by(NODE_LOCAL):

@@ -4,7 +4,7 @@ the dispatchers that combine them by each point's rule, and what the actions fou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -55,6 +55,7 @@ class Session:
         self.config = config
         self.found = Findings()
         self.tier = 0  # the tier of the plugin whose on_open is running
+        self.switches: Mapping[str, object] = {}  # that plugin's options: its Enabled* switches
         self._queue_order: list[Hook[Callable[[QueueInfo], Key]]] = []
         self._job_order: list[Hook[Callable[[JobInfo], Key]]] = []
         self._task_order: list[Hook[Callable[[TaskInfo], Key]]] = []
@@ -72,49 +73,52 @@ class Session:
         self.candidates = Candidates(self.predicate, self.node_score)
 
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.
-    def _hook(self, point: ExtensionPoint, plugin: str, fn: F) -> Hook[F]:
+    def _add(self, hooks: list[Hook[F]], point: ExtensionPoint, plugin: str, fn: F) -> None:
+        """Register ``fn`` at ``point``, unless the plugin's configuration switches that point off."""
+        if point.switch is not None and self.switches.get(point.switch) is False:
+            return
         self.points.add(point)
-        return Hook(self.tier, plugin, fn)
+        hooks.append(Hook(self.tier, plugin, fn))
 
     def add_queue_order(self, plugin: str, fn: Callable[[QueueInfo], Key]) -> None:
-        self._queue_order.append(self._hook(ExtensionPoint.QUEUE_ORDER, plugin, fn))
+        self._add(self._queue_order, ExtensionPoint.QUEUE_ORDER, plugin, fn)
 
     def add_job_order(self, plugin: str, fn: Callable[[JobInfo], Key]) -> None:
-        self._job_order.append(self._hook(ExtensionPoint.JOB_ORDER, plugin, fn))
+        self._add(self._job_order, ExtensionPoint.JOB_ORDER, plugin, fn)
 
     def add_task_order(self, plugin: str, fn: Callable[[TaskInfo], Key]) -> None:
-        self._task_order.append(self._hook(ExtensionPoint.TASK_ORDER, plugin, fn))
+        self._add(self._task_order, ExtensionPoint.TASK_ORDER, plugin, fn)
 
     def add_job_valid(self, plugin: str, fn: Callable[[JobInfo], Verdict | None]) -> None:
-        self._job_valid.append(self._hook(ExtensionPoint.JOB_VALID, plugin, fn))
+        self._add(self._job_valid, ExtensionPoint.JOB_VALID, plugin, fn)
 
     def add_job_enqueueable(self, plugin: str, fn: Callable[[JobInfo], tuple[Vote, Verdict | None]]) -> None:
-        self._enqueueable.append(self._hook(ExtensionPoint.JOB_ENQUEUEABLE, plugin, fn))
+        self._add(self._enqueueable, ExtensionPoint.JOB_ENQUEUEABLE, plugin, fn)
 
     def add_job_enqueued(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
-        self._enqueued.append(self._hook(ExtensionPoint.JOB_ENQUEUED, plugin, fn))
+        self._add(self._enqueued, ExtensionPoint.JOB_ENQUEUED, plugin, fn)
 
     def add_allocatable(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], Verdict | None]) -> None:
-        self._allocatable.append(self._hook(ExtensionPoint.ALLOCATABLE, plugin, fn))
+        self._add(self._allocatable, ExtensionPoint.ALLOCATABLE, plugin, fn)
 
     def add_predicate(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[str]]) -> None:
-        self._predicate.append(self._hook(ExtensionPoint.PREDICATE, plugin, fn))
+        self._add(self._predicate, ExtensionPoint.PREDICATE, plugin, fn)
 
     def add_node_order(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
-        self._node_order.append(self._hook(ExtensionPoint.NODE_ORDER, plugin, fn))
+        self._add(self._node_order, ExtensionPoint.NODE_ORDER, plugin, fn)
 
     def add_job_ready(self, plugin: str, fn: Callable[[JobInfo], Verdict | None]) -> None:
-        self._job_ready.append(self._hook(ExtensionPoint.JOB_READY, plugin, fn))
+        self._add(self._job_ready, ExtensionPoint.JOB_READY, plugin, fn)
 
     def add_allocated(self, plugin: str, fn: Callable[[TaskInfo, int], None]) -> None:
         """``fn(task, sign)``: +1 when a task is placed, -1 when that placement is undone."""
-        self._allocated.append(self._hook(ExtensionPoint.ALLOCATED, plugin, fn))
+        self._add(self._allocated, ExtensionPoint.ALLOCATED, plugin, fn)
 
     def add_preemptable(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]) -> None:
-        self._preemptable.append(self._hook(ExtensionPoint.PREEMPTABLE, plugin, fn))
+        self._add(self._preemptable, ExtensionPoint.PREEMPTABLE, plugin, fn)
 
     def add_reclaimable(self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]) -> None:
-        self._reclaimable.append(self._hook(ExtensionPoint.RECLAIMABLE, plugin, fn))
+        self._add(self._reclaimable, ExtensionPoint.RECLAIMABLE, plugin, fn)
 
     # Dispatchers: each combines its callbacks by the point's rule.
     def queue_key(self, queue: QueueInfo) -> tuple[Key, float, str]:

@@ -9,6 +9,9 @@ import pytest
 import yaml
 
 from domain.scheduler.config import ConfigError, PluginConfig, SchedulerConfig, from_mapping
+from domain.scheduler.extension_points import ExtensionPoint
+from domain.scheduler.registry import open_session
+from domain.scheduler.snapshot import Snapshot
 
 VOLCANO_DEFAULT_TIERS = (
     ("priority", "gang", "conformance"),
@@ -140,6 +143,21 @@ def test_every_volcano_plugin_option_key_is_accepted() -> None:
         except ConfigError:
             rejected.append(key)
     assert rejected == []
+
+
+def test_a_plugin_switch_must_be_a_boolean() -> None:
+    with pytest.raises(ConfigError, match="enabledAllocatable must be true or false, not 'no'"):
+        from_mapping({"tiers": [{"plugins": [{"name": "proportion", "enabledAllocatable": "no"}]}]})
+
+
+def test_a_switch_set_to_false_keeps_the_plugin_off_that_extension_point_only() -> None:
+    def points(options: dict[str, Any]) -> set[ExtensionPoint]:
+        config = from_mapping({"tiers": [{"plugins": [{"name": "proportion", **options}]}]})
+        return open_session(Snapshot({}, {}, {}, [], [], {}), config, {}).points
+
+    on = points({})
+    assert points({"enabledAllocatable": False}) == on - {ExtensionPoint.ALLOCATABLE}
+    assert points({"enableQueueOrder": True, "enabledAllocatable": True}) == on
 
 
 @dataclass(frozen=True)
