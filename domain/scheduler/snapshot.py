@@ -319,9 +319,10 @@ def _renew(state: ClusterState, config: SchedulerConfig, memo: Memo, table: JobT
     table.templates = {job.key: job for job in order}
 
 
-def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo) -> JobTable:
-    """The state's job table, with the jobs whose objects changed since the last cycle built again."""
-    pods, groups = state.take_changed("Pod"), state.take_changed("PodGroup")
+def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: set[ObjectKey]) -> JobTable:
+    """The state's job table, with the jobs whose objects changed since the last cycle (``pods``,
+    the pods changed since then) built again."""
+    groups = state.take_changed("PodGroup")
     classes = state.take_changed("PriorityClass")
     source = (config.scheduler_name, config.ib_cluster_label)
     table = state.derived.get("jobs")
@@ -362,9 +363,9 @@ def _copy(template: JobInfo) -> JobInfo:
 
 
 def _jobs(
-    state: ClusterState, config: SchedulerConfig, memo: Memo, pipelined: list[TaskInfo]
+    state: ClusterState, config: SchedulerConfig, memo: Memo, changed: set[ObjectKey], pipelined: list[TaskInfo]
 ) -> dict[ObjectKey, JobInfo]:
-    table = _job_table(state, config, memo)
+    table = _job_table(state, config, memo, changed)
     jobs = {key: _copy(template) for key, template in table.templates.items()}
     pipelined.extend(
         t for key in table.pipelining for t in jobs[key].tasks if t.node and t.status is TaskStatus.PIPELINED
@@ -389,10 +390,11 @@ def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
 def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     memo = _memo(state)
     table = node_table(state, memo, config.ib_cluster_label)
-    nodes = idle_nodes(state, memo, table)
+    changed = state.take_changed("Pod")  # pods changed since the last snapshot, by events or decisions
+    nodes = idle_nodes(state, memo, table, changed)
     queues = _queues(state)
     pipelined: list[TaskInfo] = []
-    jobs = _jobs(state, config, memo, pipelined)
+    jobs = _jobs(state, config, memo, changed, pipelined)
     forget_gone(memo, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
     for job in jobs.values():
         if job.allocated and job.queue in queues:

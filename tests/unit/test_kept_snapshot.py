@@ -1,6 +1,7 @@
-"""domain.scheduler.snapshot: the jobs a snapshot copies from the job table kept between cycles
-are the jobs a snapshot built from scratch has, after every event of every scenario and of a
-synthetic stream (with its cycles' binds, pipelines, evictions and statuses folded in)."""
+"""domain.scheduler.snapshot: the jobs a snapshot copies from the job table kept between cycles,
+and its nodes' idle resources from the node loads kept between cycles, are those of a snapshot
+built from scratch, after every event of every scenario and of a synthetic stream (with its
+cycles' binds, pipelines, evictions and statuses folded in)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from tests.scenarios.test_scenarios import discover, load
 from tests.streams import Shape, synthetic_stream
 
 
-def _jobs(state: ClusterState, config: SchedulerConfig) -> list[object]:
+def _view(state: ClusterState, config: SchedulerConfig) -> list[object]:
     view = snapshot.build(state, config)
-    return [
+    return [(name, list(node.idle.items())) for name, node in view.nodes.items()] + [
         (
             job.key, id(job.group), job.queue, job.min_member, job.min_task_member, job.min_resources, job.created,
             job.phase, job.allocated, job.topology, job.terminating, job.priority, job.min_sub_groups,
@@ -44,17 +45,17 @@ def _check(lines: list[str], config: SchedulerConfig) -> int:
         state = engine.state(event.cluster)
         before = state.derived.get("jobs")
         fresh = dataclasses.replace(state, derived={}, changed={})
-        assert _jobs(state, config) == _jobs(fresh, config)
+        assert _view(state, config) == _view(fresh, config)
         kept += before is not None and state.derived.get("jobs") is before
     return kept
 
 
 @pytest.mark.parametrize("path", discover(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_kept_jobs_are_built_jobs_in_scenarios(path: Path) -> None:
+def test_kept_snapshot_is_built_snapshot_in_scenarios(path: Path) -> None:
     scenario = load(path)
     _check(scenario.events.read_text().splitlines(), scenario.config)
 
 
-def test_kept_jobs_are_built_jobs_in_a_synthetic_stream() -> None:
+def test_kept_snapshot_is_built_snapshot_in_a_synthetic_stream() -> None:
     lines = synthetic_stream("c1", Shape(nodes=6, gangs=40, marker_every=5))
     assert _check(lines, SchedulerConfig()) > 100
