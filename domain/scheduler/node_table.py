@@ -121,7 +121,11 @@ def _build(
 
 
 def node_table(state: ClusterState, memo: Memo, label: str) -> NodeTable:
-    """The table for the state's nodes now: the memo's when they are the same objects."""
+    """The table for the state's nodes now: the memo's when they are the same objects (at once
+    when no watch event changed a Node or HyperNode since the last call)."""
+    changed = state.take_changed("Node") | state.take_changed("HyperNode")
+    if memo.table is not None and not changed and memo.table.source[0] == label:
+        return memo.table
     nodes = state.objects.get("Node", {})
     hypernodes = list(state.objects.get("HyperNode", {}).values())
     source = (label, tuple(nodes.items()), tuple(hypernodes))

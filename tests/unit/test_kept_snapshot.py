@@ -1,5 +1,5 @@
 """domain.scheduler.snapshot: the jobs a snapshot copies from the job table kept between cycles,
-and its nodes' idle resources from the node loads kept between cycles, are those of a snapshot
+and its nodes from the node table and loads kept between cycles, are those of a snapshot
 built from scratch, after every event of every scenario and of a synthetic stream (with its
 cycles' binds, pipelines, evictions and statuses folded in)."""
 
@@ -21,7 +21,10 @@ from tests.streams import Shape, synthetic_stream
 
 def _view(state: ClusterState, config: SchedulerConfig) -> list[object]:
     view = snapshot.build(state, config)
-    return [(name, list(node.idle.items())) for name, node in view.nodes.items()] + [
+    nodes = [
+        (name, node.node, node.allocatable, node.labels, list(node.idle.items())) for name, node in view.nodes.items()
+    ]
+    return nodes + [
         (
             job.key, id(job.group), job.queue, job.min_member, job.min_task_member, job.min_resources, job.created,
             job.phase, job.allocated, job.topology, job.terminating, job.priority, job.min_sub_groups,
