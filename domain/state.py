@@ -61,7 +61,8 @@ class ClusterState:
     # a fact of its own: dropping it changes no decision); not compared, printed or snapshotted.
     derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
     # Keys of the objects of a kind that watch events changed since the code memoising that
-    # kind last took them (``take_changed``); kept only for kinds someone takes. Derived too.
+    # kind last took them (``take_changed``), and of the pods and PodGroups whose machine status
+    # a decision changed; kept only for kinds someone takes. Derived too.
     changed: dict[str, set[ObjectKey]] = field(default_factory=dict, repr=False, compare=False)
 
     def of_kind(self, kind: str) -> dict[ObjectKey, KubeObject]:
@@ -131,6 +132,7 @@ class ClusterState:
             return False
         status.node = node
         status.nominated = ""
+        self._note_change("Pod", key_of(pod.metadata))
         return True
 
     def decide_pipeline(self, pod: Pod, node: str) -> bool:
@@ -139,6 +141,7 @@ class ClusterState:
         if status is None or status.nominated == node:
             return False
         status.nominated = node
+        self._note_change("Pod", key_of(pod.metadata))
         return True
 
     def nominated_node(self, pod: Pod) -> str:
@@ -153,6 +156,7 @@ class ClusterState:
         if status is None or not self._step(status, fact, seq):
             return False
         status.reported = view
+        self._note_change("PodGroup", key_of(group.metadata))
         return True
 
     def decide_job_status(self, obj: KubeObject, phase: job.JobPhase, seq: int) -> bool:
@@ -198,6 +202,7 @@ class ClusterState:
         if status is None or status.evicted:
             return False
         status.evicted = True
+        self._note_change("Pod", key_of(pod.metadata))
         return True
 
     def decide_queue_status(self, obj: KubeObject, view: QueueStatusView, seq: int) -> bool:

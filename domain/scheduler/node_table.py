@@ -10,6 +10,7 @@ input that a cycle could not recompute from the state: a fresh ``Memo`` gives th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -91,7 +92,8 @@ class Memo:
     groups: dict[int, tuple[PodGroup, str, GroupFacts]] = field(default_factory=dict)  # id -> (group, label, facts)
     nodes: dict[str, NodeInfo] | None = None  # the last snapshot's nodes, built from ``nodes_table``
     nodes_table: NodeTable | None = None
-    loads: dict[str, tuple[ResourceList, ...]] = field(default_factory=dict)  # node -> requests it holds
+    placed: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> the node it holds resources on
+    loads: dict[str, dict[ObjectKey, ResourceList]] = field(default_factory=dict)  # node -> pod -> request
     touched: set[str] = field(default_factory=set)  # nodes the last session's statements changed
     rebuilt: set[str] | None = None  # nodes the last ``idle_nodes`` built again; None: all of them
 
@@ -119,7 +121,11 @@ def _build(
 
 
 def node_table(state: ClusterState, memo: Memo, label: str) -> NodeTable:
-    """The table for the state's nodes now: the memo's when they are the same objects."""
+    """The table for the state's nodes now: the memo's when they are the same objects (at once
+    when no watch event changed a Node or HyperNode since the last call)."""
+    changed = state.take_changed("Node") | state.take_changed("HyperNode")
+    if memo.table is not None and not changed and memo.table.source[0] == label:
+        return memo.table
     nodes = state.objects.get("Node", {})
     hypernodes = list(state.objects.get("HyperNode", {}).values())
     source = (label, tuple(nodes.items()), tuple(hypernodes))
@@ -190,7 +196,7 @@ def forget_gone(memo: Memo, pods: dict[object, Pod], groups: dict[object, object
         memo.groups = {k: v for k, v in memo.groups.items() if k in live}
 
 
-def _fresh(row: NodeRow, load: tuple[ResourceList, ...]) -> NodeInfo:
+def _fresh(row: NodeRow, load: Iterable[ResourceList]) -> NodeInfo:
     idle = dict(row.allocatable)
     for request in load:
         for name, amount in request.items():
@@ -198,29 +204,47 @@ def _fresh(row: NodeRow, load: tuple[ResourceList, ...]) -> NodeInfo:
     return NodeInfo(row.name, row.node, row.allocatable, idle, row.labels)
 
 
-def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable) -> dict[str, NodeInfo]:
+def _place(state: ClusterState, memo: Memo, changed: Iterable[ObjectKey]) -> set[str]:
+    """File the ``changed`` pods under the node they hold resources on now; the nodes whose load changed."""
+    pods = state.objects.get("Pod", {})
+    moved: set[str] = set()
+    for key in changed:
+        old = memo.placed.pop(key, "")
+        before = memo.loads[old].pop(key) if old else None
+        pod = pods.get(key)
+        name = state.node_of(pod, key) if isinstance(pod, Pod) and not pod.is_finished() else ""
+        request = request_of(memo, pod) if name and isinstance(pod, Pod) else None
+        if name and request is not None:
+            memo.placed[key] = name
+            memo.loads.setdefault(name, {})[key] = request
+        if old != name or before != request:
+            moved.update(n for n in (old, name) if n)
+        if old and not memo.loads[old]:
+            del memo.loads[old]
+    return moved
+
+
+def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable, changed: set[ObjectKey]) -> dict[str, NodeInfo]:
     """Every node with its idle resources: allocatable less the requests of the unfinished pods
-    on it (bound by the cluster or by our decision). Only nodes whose pods changed, or that the
-    last session's statements touched, are built again; the others are the last cycle's, as is
-    the dict (a snapshot's nodes are valid until the next ``build``)."""
-    lists: dict[str, list[ResourceList]] = {}
-    for key, pod in state.objects.get("Pod", {}).items():
-        name = state.node_of(pod, key)  # type: ignore[arg-type]
-        if name and not pod.is_finished():  # type: ignore[union-attr]
-            lists.setdefault(name, []).append(request_of(memo, pod))  # type: ignore[arg-type]
-    loads = {name: tuple(load) for name, load in lists.items()}
+    on it (bound by the cluster or by our decision). ``changed`` are the pods changed since the
+    last call; only nodes whose load they changed, or that the last session's statements
+    touched, are built again; the others are the last cycle's, as is the dict (a snapshot's
+    nodes are valid until the next ``build``)."""
+    if memo.nodes is None:
+        memo.placed, memo.loads = {}, {}
+        moved = _place(state, memo, list(state.objects.get("Pod", {})))
+    else:
+        moved = _place(state, memo, sorted(changed))
     nodes = memo.nodes
     rebuilt: set[str] | None = None
     if nodes is None or memo.nodes_table is not table:
-        nodes = {name: _fresh(row, loads.get(name, ())) for name, row in table.rows.items()}
+        nodes = {name: _fresh(row, memo.loads.get(name, {}).values()) for name, row in table.rows.items()}
     else:
-        old = memo.loads
-        dirty = memo.touched | {n for n in loads.keys() | old.keys() if loads.get(n, ()) != old.get(n, ())}
         rebuilt = set()
-        for name in dirty:
+        for name in memo.touched | moved:
             row = table.rows.get(name)
             if row is not None:
-                nodes[name] = _fresh(row, loads.get(name, ()))
+                nodes[name] = _fresh(row, memo.loads.get(name, {}).values())
                 rebuilt.add(name)
-    memo.nodes, memo.nodes_table, memo.loads, memo.touched, memo.rebuilt = nodes, table, loads, set(), rebuilt
+    memo.nodes, memo.nodes_table, memo.touched, memo.rebuilt = nodes, table, set(), rebuilt
     return nodes

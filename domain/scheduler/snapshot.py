@@ -244,50 +244,133 @@ def _class_priority(state: ClusterState, name: str) -> int:
     return defaults[0][1] if defaults else 0
 
 
-def _jobs(
-    state: ClusterState, config: SchedulerConfig, memo: Memo, pipelined: list[TaskInfo]
-) -> dict[ObjectKey, JobInfo]:
-    groups = state.objects.get("PodGroup", {})
-    machines = state.machines.get("Pod", {})
-    jobs: dict[ObjectKey, JobInfo] = {}
-    for pod_key, pod in sorted(state.objects.get("Pod", {}).items()):
-        machine = machines.get(pod_key)  # ``state.status_of(pod)``, without building its key again
-        node = state.node_of(pod, pod_key)
-        ours = pod.spec.scheduler_name == config.scheduler_name
-        facts = pod_facts(memo, pod)
-        group_name, key = facts.group, facts.job or pod_key
-        group = groups.get(key) if group_name else None
-        status = _task_status(pod, machine, node)
-        if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
-            continue  # not ours to place, or a member waiting for its PodGroup to exist
-        if not ours and not group_name:
-            continue  # another scheduler's pod: it only takes up its node's resources
-        job = jobs.get(key)
-        if job is None:
-            if group_name:
-                group_or_none = group if isinstance(group, PodGroup) else None
-                job = _job(state, key, group_or_none, pod, memo=memo, label=config.ib_cluster_label)
-            else:
-                job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
-            jobs[key] = job
-        request = facts.request
-        if status is TaskStatus.PENDING:
-            # Pipelined by an earlier cycle's preemption: it holds the room being released for it.
-            node = state.nominated_node(pod)
-            status = TaskStatus.PIPELINED if node else status
-        job.tasks.append(TaskInfo(pod_key, pod, key, request, status, node, facts.priority, facts.role))
-        if node and status is TaskStatus.PIPELINED:
-            pipelined.append(job.tasks[-1])
-        job.priority = max(job.priority, facts.priority)
-        if status in HOLDING:
-            quantity.add(job.allocated, request)
-    for job in jobs.values():
+@dataclass(slots=True, eq=False)
+class JobTable:
+    """Each job as the state's objects make it, kept between cycles: only the jobs whose pods,
+    PodGroup or priority classes changed are built again, the others are copied (a session
+    changes its jobs and tasks, never these). A fresh table gives the same snapshot."""
+
+    source: tuple[str, str]  # the scheduler name and IB label it was built for
+    templates: dict[ObjectKey, JobInfo] = field(default_factory=dict)  # by key, in snapshot order
+    members: dict[ObjectKey, set[ObjectKey]] = field(default_factory=dict)  # job key -> its pods' keys
+    pod_jobs: dict[ObjectKey, ObjectKey] = field(default_factory=dict)  # pod key -> its job's key
+    owned: set[ObjectKey] = field(default_factory=set)  # jobs owned by Volcano Jobs: built every cycle
+    pipelining: set[ObjectKey] = field(default_factory=set)  # jobs with a pipelined task
+
+
+def _file(
+    state: ClusterState, config: SchedulerConfig, memo: Memo, jobs: dict[ObjectKey, JobInfo], pod_key: ObjectKey
+) -> None:
+    """Add the pod ``pod_key`` to its job in ``jobs`` (making the job), unless it is not ours."""
+    pod = state.pods()[pod_key]
+    machine = state.machines.get("Pod", {}).get(pod_key)  # ``state.status_of(pod)``, without the key again
+    node = state.node_of(pod, pod_key)
+    ours = pod.spec.scheduler_name == config.scheduler_name
+    facts = pod_facts(memo, pod)
+    group_name, key = facts.group, facts.job or pod_key
+    group = state.objects.get("PodGroup", {}).get(key) if group_name else None
+    status = _task_status(pod, machine, node)
+    if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
+        return  # not ours to place, or a member waiting for its PodGroup to exist
+    if not ours and not group_name:
+        return  # another scheduler's pod: it only takes up its node's resources
+    job = jobs.get(key)
+    if job is None:
+        if group_name:
+            group_or_none = group if isinstance(group, PodGroup) else None
+            job = _job(state, key, group_or_none, pod, memo=memo, label=config.ib_cluster_label)
+        else:
+            job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
+        jobs[key] = job
+    request = facts.request
+    if status is TaskStatus.PENDING:
+        # Pipelined by an earlier cycle's preemption: it holds the room being released for it.
+        node = machine.nominated if machine is not None and machine.uid == pod.metadata.uid else ""
+        status = TaskStatus.PIPELINED if node else status
+    job.tasks.append(TaskInfo(pod_key, pod, key, request, status, node, facts.priority, facts.role))
+    job.priority = max(job.priority, facts.priority)
+    if status in HOLDING:
+        quantity.add(job.allocated, request)
+
+
+def _renew(state: ClusterState, config: SchedulerConfig, memo: Memo, table: JobTable, dirty: set[ObjectKey]) -> None:
+    """Build the ``dirty`` jobs again from their pods, and put the table's jobs in snapshot order."""
+    built: dict[ObjectKey, JobInfo] = {}
+    for key in dirty:
+        for pod_key in sorted(table.members.get(key, ())):
+            _file(state, config, memo, built, pod_key)
+    for key in dirty:
+        table.templates.pop(key, None)
+        table.owned.discard(key)
+        table.pipelining.discard(key)
+    for key, job in built.items():
         if job.group is not None:
-            job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
+            if group_facts(memo, job.group, config.ib_cluster_label).job_owners:
+                table.owned.add(key)
             if job.group.spec.priority_class_name:
                 # Volcano's priority plugin orders by the PodGroup's class; without one, by the
                 # highest of its pods' priorities (which admission resolves from the same classes).
                 job.priority = _class_priority(state, job.group.spec.priority_class_name)
+        if job.pipelined():
+            table.pipelining.add(key)
+        table.templates[key] = job
+    # A job goes where its first pod's key puts it (the pods are walked in key order).
+    order = sorted(table.templates.values(), key=lambda j: j.tasks[0].key)
+    table.templates = {job.key: job for job in order}
+
+
+def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: set[ObjectKey]) -> JobTable:
+    """The state's job table, with the jobs whose objects changed since the last cycle (``pods``,
+    the pods changed since then) built again."""
+    groups = state.take_changed("PodGroup")
+    classes = state.take_changed("PriorityClass")
+    source = (config.scheduler_name, config.ib_cluster_label)
+    table = state.derived.get("jobs")
+    if not isinstance(table, JobTable) or table.source != source or classes:
+        table = state.derived["jobs"] = JobTable(source)
+        pods = set(state.objects.get("Pod", {}))
+    live = state.objects.get("Pod", {})
+    dirty = groups | table.owned
+    for pod_key in pods:
+        old = table.pod_jobs.pop(pod_key, None)
+        if old is not None:
+            table.members[old].discard(pod_key)
+            if not table.members[old]:
+                del table.members[old]
+            dirty.add(old)
+        pod = live.get(pod_key)
+        if isinstance(pod, Pod):
+            key = pod_facts(memo, pod).job or pod_key
+            table.pod_jobs[pod_key] = key
+            table.members.setdefault(key, set()).add(pod_key)
+            dirty.add(key)
+    if dirty:
+        _renew(state, config, memo, table, dirty)
+    return table
+
+
+def _copy(template: JobInfo) -> JobInfo:
+    """A job of this cycle's own, with its own tasks, made from the table's."""
+    tasks = [TaskInfo(t.key, t.pod, t.job, t.request, t.status, t.node, t.priority, t.role) for t in template.tasks]
+    job = JobInfo(
+        template.key, template.group, template.queue, template.min_member, dict(template.min_task_member),
+        None if template.min_resources is None else dict(template.min_resources), template.created,
+        template.phase, tasks, dict(template.allocated), template.topology, template.terminating, template.priority,
+    )  # fmt: skip
+    if job.group is not None:
+        job.subgroups, job.min_sub_groups = split(job.group, tasks)
+    return job
+
+
+def _jobs(
+    state: ClusterState, config: SchedulerConfig, memo: Memo, changed: set[ObjectKey], pipelined: list[TaskInfo]
+) -> dict[ObjectKey, JobInfo]:
+    table = _job_table(state, config, memo, changed)
+    jobs = {key: _copy(template) for key, template in table.templates.items()}
+    pipelined.extend(
+        t for key in table.pipelining for t in jobs[key].tasks if t.node and t.status is TaskStatus.PIPELINED
+    )
+    pipelined.sort(key=lambda t: t.key)  # in pod key order, as the pods are walked
     return jobs
 
 
@@ -307,10 +390,11 @@ def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
 def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     memo = _memo(state)
     table = node_table(state, memo, config.ib_cluster_label)
-    nodes = idle_nodes(state, memo, table)
+    changed = state.take_changed("Pod")  # pods changed since the last snapshot, by events or decisions
+    nodes = idle_nodes(state, memo, table, changed)
     queues = _queues(state)
     pipelined: list[TaskInfo] = []
-    jobs = _jobs(state, config, memo, pipelined)
+    jobs = _jobs(state, config, memo, changed, pipelined)
     forget_gone(memo, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
     for job in jobs.values():
         if job.allocated and job.queue in queues:
