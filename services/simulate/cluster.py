@@ -280,13 +280,17 @@ class SimCluster:
                 self.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
         self._emit("MODIFIED", self._group_object(group))
         if decision.fields["phase"] == "Completed":
-            for pod in group.pods:
-                self._emit("DELETED", self._pod_object(pod, deleting=True))
-                del self.pods[pod.name]
-            deleted = self._group_object(group)
-            deleted["metadata"]["deletionTimestamp"] = wall(self.now)
-            self._emit("DELETED", deleted)
-            del self.groups[group.job.id]
+            self._delete_group(group, self._group_object(group))
+
+    def _delete_group(self, group: SimGroup, manifest: dict[str, Any]) -> None:
+        """The cascade of a finished job: its pods go first, then ``manifest`` (its PodGroup or
+        Workload), with a ``deletionTimestamp``."""
+        for pod in group.pods:
+            self._emit("DELETED", self._pod_object(pod, deleting=True))
+            del self.pods[pod.name]
+        manifest["metadata"]["deletionTimestamp"] = wall(self.now)
+        self._emit("DELETED", manifest)
+        del self.groups[group.job.id]
 
     def _evict(self, pod: SimPod) -> None:
         if pod.phase == "Running":

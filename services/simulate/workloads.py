@@ -33,7 +33,6 @@ from domain.decisions import Decision, DecisionKind
 from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.quantity import parse_milli
 from services.simulate import quota
-from services.simulate.clock import wall
 from services.simulate.cluster import SimPod
 from services.traces.events import pod_spec, workload_manifest
 from services.traces.model import Job
@@ -163,13 +162,7 @@ class SimWorkloads:
         cluster = self.cluster
         group.status = {**group.status, "conditions": [*group.status.get("conditions", []), FINISHED]}
         cluster._emit("MODIFIED", self.workload_object(group))
-        for pod in group.pods:
-            cluster._emit("DELETED", cluster._pod_object(pod, deleting=True))
-            del cluster.pods[pod.name]
-        deleted = self.workload_object(group)
-        deleted["metadata"]["deletionTimestamp"] = wall(cluster.now)
-        cluster._emit("DELETED", deleted)
-        del cluster.groups[group.job.id]
+        cluster._delete_group(group, self.workload_object(group))
 
 
 def _is_true(status: dict[str, Any], condition: str) -> bool:
