@@ -15,6 +15,7 @@ from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import PodGroupStatusView, QueueStatusView
+from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.reasons import Reason, gang_pipelined, gang_unschedulable, most_severe
 from domain.scheduler.session import Session
@@ -82,14 +83,28 @@ def _view(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: in
     return _waiting(session, job, baseline, peak)
 
 
+def _looked_at(session: Session) -> list[ObjectKey]:
+    """The PodGroups whose status may change in this cycle, by key. The others are settled:
+    their job is as the last close saw it (the snapshot did not build it again and the session
+    did not change it), no action said anything of it, and what was written then is what
+    ``_view`` gives again."""
+    snapshot, found = session.snapshot, session.found
+    keys = snapshot.unsettled | snapshot.spoiled | found.verdicts.keys()
+    return sorted(k for k in keys if k in snapshot.jobs and snapshot.jobs[k].group is not None)
+
+
 def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[Decision]:
     out = []
-    jobs = session.snapshot.jobs
+    snapshot = session.snapshot
     machines = state.machines.get("PodGroup", {})
     # Only PodGroups get a status: lone pods (most jobs, in a big trace) are not even sorted.
-    for key in sorted(k for k, j in jobs.items() if j.group is not None):
-        job = jobs[key]
+    for key in _looked_at(session):
+        job = snapshot.jobs[key]
         group = job.group
+        # Settled unless this status is still to be written; an action's verdict may change.
+        snapshot.unsettled.discard(key)
+        if key in session.found.verdicts:
+            snapshot.unsettled.add(key)
         if not isinstance(group, PodGroup) or job.terminating or not job.tasks:
             continue  # S1: a gang with no tasks, or on its way out, gets no status write
         machine = machines.get(key)  # ``state.status_of(group)``: a job's key is its PodGroup's
@@ -102,7 +117,10 @@ def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[
             tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions),
         )
         view = _view(session, job, baseline, peak)
-        if view == baseline or not state.decide_pod_group_status(group, view, seq):
+        if view == baseline:
+            continue
+        if not state.decide_pod_group_status(group, view, seq):
+            snapshot.unsettled.add(key)  # refused now: asked again next cycle
             continue
         phase, conditions = view
         reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase

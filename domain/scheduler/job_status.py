@@ -16,8 +16,10 @@ _FOLLOWS = {PodGroupPhase.RUNNING: JobPhase.RUNNING, PodGroupPhase.COMPLETED: Jo
 
 
 def job_statuses(state: ClusterState, seq: int) -> list[Decision]:
-    out = []
+    out: list[Decision] = []
     jobs = state.objects.get("Job", {})
+    if not jobs:
+        return out  # no Volcano Job to follow its PodGroup (most streams: PodGroups and pods alone)
     for key, group in sorted(state.objects.get("PodGroup", {}).items()):
         if not isinstance(group, PodGroup):
             continue

@@ -63,7 +63,12 @@ def refuse_queues(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Dec
 
 def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decision]:
     out = []
-    for key in sorted(k for k, j in snapshot.jobs.items() if j.group is not None):
+    # Jobs in refused or inner queues are rejected; elsewhere, only the Rejects in force are withdrawn.
+    keys = set(snapshot.rejected)
+    for name, queue in snapshot.queues.items():
+        if queue.state is QueuePhase.REJECTED or queue.children:
+            keys |= snapshot.queued.get(name, set())
+    for key in sorted(k for k in keys if k in snapshot.jobs and snapshot.jobs[k].group is not None):
         job = snapshot.jobs[key]
         queue = snapshot.queues.get(job.queue)
         if job.group is None or queue is None:
@@ -74,8 +79,10 @@ def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decis
             reason, message = Reason.QUEUE_NOT_LEAF, f"queue {queue.name} has child queues; only leaf queues run jobs"
         else:
             state.withdraw_reject(job.group)
+            snapshot.rejected.discard(key)
             continue
-        del snapshot.jobs[key]
+        snapshot.dropped.append(snapshot.jobs.pop(key))
+        snapshot.rejected.add(key)
         if state.decide_reject(job.group, message, seq):
             out.append(decisions.make(state.name, seq, DecisionKind.REJECT, ObjectRef.of(job.group),
                                       reason.value, message=message))  # fmt: skip

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from domain import quantity
-from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.scheduler.snapshot import JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
@@ -39,14 +38,15 @@ def real_capabilities(snapshot: Snapshot) -> dict[str, ResourceList]:
 
 
 def requests(snapshot: Snapshot) -> dict[str, ResourceList]:
-    """What each queue's jobs hold and still ask for (allocated, pending and pipelined tasks)."""
-    out: dict[str, ResourceList] = {name: {} for name in snapshot.queues}
-    for job in snapshot.jobs.values():
+    """What each queue's jobs hold and still ask for (allocated, pending and pipelined tasks), at
+    the start of the session: the snapshot's sums, less the jobs the queue rules took out."""
+    out = {name: quantity.sum_lists([q.allocated, q.asked]) for name, q in snapshot.queues.items()}
+    for job in snapshot.dropped:
         if job.queue in out:
-            quantity.add(out[job.queue], job.allocated)
+            quantity.add(out[job.queue], {k: -v for k, v in job.allocated.items()})
             for task in job.tasks:
                 if task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
-                    quantity.add(out[job.queue], task.request)
+                    quantity.add(out[job.queue], {k: -v for k, v in task.request.items()})
     return out
 
 
@@ -134,11 +134,18 @@ class Ledger:
         self._reserved: dict[ObjectKey, ResourceList] = {}
         # The queue tree is fixed for the session: each queue's chain is walked once.
         self._chains = {name: self._chain(name) for name in snapshot.queues}
-        for job in snapshot.jobs.values():
-            if job.allocated:  # most jobs of a big trace hold nothing yet, or nothing at all
-                for name in self.chain(job.queue):
-                    quantity.add(self.used[name], job.allocated)
-            if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
+        # What the snapshot's jobs hold (its sums, less the jobs the queue rules took out), and
+        # what the admitted gangs reserve.
+        for queue in snapshot.queues.values():
+            if queue.allocated:
+                for name in self.chain(queue.name):
+                    quantity.add(self.used[name], queue.allocated)
+        for job in snapshot.dropped:
+            for name in self.chain(job.queue):
+                quantity.add(self.used[name], {k: -v for k, v in job.allocated.items()})
+        for key in snapshot.reserving:
+            job = snapshot.jobs.get(key)
+            if job is not None:
                 self.enqueued(job)
 
     def chain(self, queue: str) -> list[str]:

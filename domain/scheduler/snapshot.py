@@ -9,6 +9,7 @@ tier). Only a ``Statement`` changes placements in it, and it undoes them on disc
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -122,7 +123,8 @@ class QueueInfo:
     state: QueuePhase
     created: float
     children: list[str] = field(default_factory=list)
-    allocated: ResourceList = field(default_factory=dict)
+    allocated: ResourceList = field(default_factory=dict)  # requests of its jobs' holding tasks
+    asked: ResourceList = field(default_factory=dict)  # requests of its jobs' pending and pipelined tasks
 
     @property
     def is_open(self) -> bool:
@@ -144,6 +146,21 @@ class Snapshot:
     touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
     rebuilt: set[str] | None = None  # nodes built again since the last snapshot; None: all of them
     pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
+    waiting: list[ObjectKey] = field(default_factory=list)  # jobs with a pending or pipelined task, in job order
+    reserving: list[ObjectKey] = field(default_factory=list)  # Inqueue jobs with minResources, in job order
+    dropped: list[JobInfo] = field(default_factory=list)  # jobs the queue rules took out of the snapshot
+    spoiled: set[ObjectKey] = field(default_factory=set)  # jobs this session changed (see ``JobTable``)
+    unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
+    rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
+    queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
+
+    def waiting_jobs(self) -> list[JobInfo]:
+        """The jobs with a pending or pipelined task at the start of the session, in job order."""
+        return [job for key in self.waiting if (job := self.jobs.get(key)) is not None]
+
+    def spoil(self, key: ObjectKey) -> None:
+        """The job ``key`` (or one of its tasks) is about to change: the next snapshot builds it again."""
+        self.spoiled.add(key)
 
     def ancestors(self, name: str) -> list[QueueInfo]:
         """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
@@ -246,16 +263,85 @@ def _class_priority(state: ClusterState, name: str) -> int:
 
 @dataclass(slots=True, eq=False)
 class JobTable:
-    """Each job as the state's objects make it, kept between cycles: only the jobs whose pods,
-    PodGroup or priority classes changed are built again, the others are copied (a session
-    changes its jobs and tasks, never these). A fresh table gives the same snapshot."""
+    """Each job as the state's objects make it, kept between cycles, and the sums a snapshot
+    takes over them. Only the jobs whose pods, PodGroup or priority classes changed, and those
+    the last session changed (``spoiled``), are built again: a snapshot shares the others, so
+    a cycle costs what changed, not what runs. A fresh table gives the same snapshot."""
 
     source: tuple[str, str]  # the scheduler name and IB label it was built for
-    templates: dict[ObjectKey, JobInfo] = field(default_factory=dict)  # by key, in snapshot order
+    templates: dict[ObjectKey, JobInfo] = field(default_factory=dict)  # by key, in job order
+    order: list[tuple[ObjectKey, ObjectKey]] = field(default_factory=list)  # (first pod, job), sorted
+    first: dict[ObjectKey, ObjectKey] = field(default_factory=dict)  # job key -> its first pod's key
     members: dict[ObjectKey, set[ObjectKey]] = field(default_factory=dict)  # job key -> its pods' keys
     pod_jobs: dict[ObjectKey, ObjectKey] = field(default_factory=dict)  # pod key -> its job's key
     owned: set[ObjectKey] = field(default_factory=set)  # jobs owned by Volcano Jobs: built every cycle
     pipelining: set[ObjectKey] = field(default_factory=set)  # jobs with a pipelined task
+    waiting: set[ObjectKey] = field(default_factory=set)  # jobs with a pending or pipelined task
+    reserving: set[ObjectKey] = field(default_factory=set)  # Inqueue jobs with minResources
+    sums: dict[ObjectKey, tuple[str, ResourceList, ResourceList]] = field(
+        default_factory=dict
+    )  # job -> (queue, held, asked)
+    held: dict[str, ResourceList] = field(default_factory=dict)  # queue -> its jobs' holding tasks' requests
+    asked: dict[str, ResourceList] = field(default_factory=dict)  # queue -> their pending and pipelined ones'
+    spoiled: set[ObjectKey] = field(default_factory=set)  # jobs the last session changed
+    unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
+    rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
+    queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs
+
+
+def _shift(sums: dict[str, ResourceList], queue: str, amount: ResourceList, sign: int) -> None:
+    """Add ``sign`` times ``amount`` to ``queue``'s sum, keeping no zero amounts (so a sum kept
+    across cycles and one made afresh are equal)."""
+    total = sums.setdefault(queue, {})
+    for name, value in amount.items():
+        left = total.get(name, 0) + sign * value
+        if left:
+            total[name] = left
+        else:
+            total.pop(name, None)
+    if not total:
+        del sums[queue]
+
+
+def _forget(table: JobTable, key: ObjectKey) -> ObjectKey | None:
+    """Take the job ``key`` out of the table's order, sums and sets (its template stays, for
+    ``_renew`` to replace or drop); the key of its first pod, or None if it was not there."""
+    first = table.first.pop(key, None)
+    if first is not None:
+        table.order.pop(bisect_left(table.order, (first, key)))
+        queue, held, asked = table.sums.pop(key)
+        _shift(table.held, queue, held, -1)
+        _shift(table.asked, queue, asked, -1)
+        table.queued[queue].discard(key)
+    for kept in (table.owned, table.pipelining, table.waiting, table.reserving, table.unsettled, table.rejected):
+        kept.discard(key)
+    return first
+
+
+def _remember(table: JobTable, job: JobInfo, rejected: bool) -> None:
+    """Put the newly built ``job`` in the table, in job order, and in its sums."""
+    key = job.key
+    table.templates[key] = job
+    table.first[key] = first = job.tasks[0].key
+    insort(table.order, (first, key))
+    table.queued.setdefault(job.queue, set()).add(key)
+    asked: ResourceList = {}
+    for task in job.tasks:
+        if task.status is TaskStatus.PENDING or task.status is TaskStatus.PIPELINED:
+            quantity.add(asked, task.request)
+            table.waiting.add(key)
+            if task.status is TaskStatus.PIPELINED:
+                table.pipelining.add(key)
+    table.sums[key] = (job.queue, dict(job.allocated), asked)
+    _shift(table.held, job.queue, job.allocated, +1)
+    _shift(table.asked, job.queue, asked, +1)
+    if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
+        table.reserving.add(key)
+    if job.group is not None:
+        table.unsettled.add(key)  # a new template: close looks at its status again
+        job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
+        if rejected:
+            table.rejected.add(key)
 
 
 def _file(
@@ -294,16 +380,26 @@ def _file(
 
 
 def _renew(state: ClusterState, config: SchedulerConfig, memo: Memo, table: JobTable, dirty: set[ObjectKey]) -> None:
-    """Build the ``dirty`` jobs again from their pods, and put the table's jobs in snapshot order."""
+    """Build the ``dirty`` jobs again from their pods, each into its place in job order."""
     built: dict[ObjectKey, JobInfo] = {}
-    for key in dirty:
+    before: dict[ObjectKey, ObjectKey] = {}  # job -> its first pod's key, for the jobs the table had
+    for key in sorted(dirty):
+        first = _forget(table, key)
+        if first is not None:
+            before[key] = first
         for pod_key in sorted(table.members.get(key, ())):
             _file(state, config, memo, built, pod_key)
-    for key in dirty:
-        table.templates.pop(key, None)
-        table.owned.discard(key)
-        table.pipelining.discard(key)
-    for key, job in built.items():
+    for key in before.keys() - built.keys():
+        del table.templates[key]
+    machines = state.machines.get("PodGroup", {})
+    moved = False  # a job the table had, built again with another first pod
+    added: list[ObjectKey] = []  # new jobs, in the order they were put at the end of ``templates``
+    for job in sorted(built.values(), key=lambda j: j.tasks[0].key):
+        key = job.key
+        if key in before:
+            moved = moved or before[key] != job.tasks[0].key
+        else:
+            added.append(key)
         if job.group is not None:
             if group_facts(memo, job.group, config.ib_cluster_label).job_owners:
                 table.owned.add(key)
@@ -311,17 +407,19 @@ def _renew(state: ClusterState, config: SchedulerConfig, memo: Memo, table: JobT
                 # Volcano's priority plugin orders by the PodGroup's class; without one, by the
                 # highest of its pods' priorities (which admission resolves from the same classes).
                 job.priority = _class_priority(state, job.group.spec.priority_class_name)
-        if job.pipelined():
-            table.pipelining.add(key)
-        table.templates[key] = job
-    # A job goes where its first pod's key puts it (the pods are walked in key order).
-    order = sorted(table.templates.values(), key=lambda j: j.tasks[0].key)
-    table.templates = {job.key: job for job in order}
+        machine = machines.get(key)
+        _remember(table, job, machine is not None and bool(machine.rejected))
+    # A job goes where its first pod's key puts it (the pods are walked in key order). A job
+    # built again under the same first pod kept its place; new jobs went to the end, which is
+    # their place when they are last in order (a trace's new pods mostly are).
+    tail = [key for _, key in table.order[len(table.order) - len(added) :]]
+    if moved or tail != added:
+        table.templates = {key: table.templates[key] for _, key in table.order}
 
 
 def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: set[ObjectKey]) -> JobTable:
     """The state's job table, with the jobs whose objects changed since the last cycle (``pods``,
-    the pods changed since then) built again."""
+    the pods changed since then), and those the last session changed, built again."""
     groups = state.take_changed("PodGroup")
     classes = state.take_changed("PriorityClass")
     source = (config.scheduler_name, config.ib_cluster_label)
@@ -330,7 +428,8 @@ def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: s
         table = state.derived["jobs"] = JobTable(source)
         pods = set(state.objects.get("Pod", {}))
     live = state.objects.get("Pod", {})
-    dirty = groups | table.owned
+    dirty = groups | table.owned | table.spoiled
+    table.spoiled.clear()
     for pod_key in pods:
         old = table.pod_jobs.pop(pod_key, None)
         if old is not None:
@@ -349,29 +448,11 @@ def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: s
     return table
 
 
-def _copy(template: JobInfo) -> JobInfo:
-    """A job of this cycle's own, with its own tasks, made from the table's."""
-    tasks = [TaskInfo(t.key, t.pod, t.job, t.request, t.status, t.node, t.priority, t.role) for t in template.tasks]
-    job = JobInfo(
-        template.key, template.group, template.queue, template.min_member, dict(template.min_task_member),
-        None if template.min_resources is None else dict(template.min_resources), template.created,
-        template.phase, tasks, dict(template.allocated), template.topology, template.terminating, template.priority,
-    )  # fmt: skip
-    if job.group is not None:
-        job.subgroups, job.min_sub_groups = split(job.group, tasks)
-    return job
-
-
-def _jobs(
-    state: ClusterState, config: SchedulerConfig, memo: Memo, changed: set[ObjectKey], pipelined: list[TaskInfo]
-) -> dict[ObjectKey, JobInfo]:
-    table = _job_table(state, config, memo, changed)
-    jobs = {key: _copy(template) for key, template in table.templates.items()}
-    pipelined.extend(
-        t for key in table.pipelining for t in jobs[key].tasks if t.node and t.status is TaskStatus.PIPELINED
-    )
-    pipelined.sort(key=lambda t: t.key)  # in pod key order, as the pods are walked
-    return jobs
+def _pipelined(table: JobTable) -> list[TaskInfo]:
+    """Tasks pipelined by earlier cycles, in pod key order (as the pods are walked)."""
+    tasks = table.templates
+    held = [t for key in table.pipelining for t in tasks[key].tasks if t.node and t.status is TaskStatus.PIPELINED]
+    return sorted(held, key=lambda t: t.key)
 
 
 def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
@@ -380,6 +461,7 @@ def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
     for task in pipelined:
         node = snapshot.nodes.get(task.node)
         if node is None:
+            snapshot.spoil(task.job)
             task.status, task.node = TaskStatus.PENDING, ""
             continue
         quantity.add(node.idle, {k: -v for k, v in task.request.items()})
@@ -388,23 +470,28 @@ def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
 
 
 def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
+    """The cycle's snapshot. Its jobs are the job table's own: a session that changes a job or a
+    task says so first (``Snapshot.spoil``), and the next snapshot builds that job again."""
     memo = _memo(state)
     table = node_table(state, memo, config.ib_cluster_label)
     changed = state.take_changed("Pod")  # pods changed since the last snapshot, by events or decisions
     nodes = idle_nodes(state, memo, table, changed)
     queues = _queues(state)
-    pipelined: list[TaskInfo] = []
-    jobs = _jobs(state, config, memo, changed, pipelined)
+    jobs = _job_table(state, config, memo, changed)
     forget_gone(memo, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
-    for job in jobs.values():
-        if job.allocated and job.queue in queues:
-            quantity.add(queues[job.queue].allocated, job.allocated)
-    snapshot = Snapshot(nodes, queues, jobs, table.ib, table.hyper, dict(table.total))
+    for name, queue in queues.items():
+        queue.allocated = dict(jobs.held.get(name, {}))
+        queue.asked = dict(jobs.asked.get(name, {}))
+    snapshot = Snapshot(nodes, queues, dict(jobs.templates), table.ib, table.hyper, dict(table.total))
     snapshot.largest = dict(table.largest)
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
     snapshot.rebuilt = memo.rebuilt
-    _hold_pipelined(snapshot, pipelined)
+    snapshot.waiting = sorted(jobs.waiting, key=jobs.first.__getitem__)
+    snapshot.reserving = sorted(jobs.reserving, key=jobs.first.__getitem__)
+    snapshot.spoiled, snapshot.unsettled, snapshot.rejected = jobs.spoiled, jobs.unsettled, jobs.rejected
+    snapshot.queued = jobs.queued
+    _hold_pipelined(snapshot, _pipelined(jobs))
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():
         members = snapshot.domain_nodes[where] = [nodes[n] for n in names]

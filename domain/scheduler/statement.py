@@ -89,6 +89,7 @@ class Statement:
     def _hold(self, task: TaskInfo, node: str, sign: int) -> None:
         """The task takes (+1) or gives back (-1) its request on ``node`` and in its domains."""
         snapshot = self.session.snapshot
+        snapshot.spoil(task.job)
         info = snapshot.nodes[node]
         delta = {k: -sign * v for k, v in task.request.items()}
         quantity.add(info.idle, delta)
@@ -99,6 +100,7 @@ class Statement:
 
     def _account(self, task: TaskInfo, sign: int) -> None:
         snapshot = self.session.snapshot
+        snapshot.spoil(task.job)
         delta = {k: sign * v for k, v in task.request.items()}
         job = snapshot.jobs[task.job]
         quantity.add(job.allocated, delta)

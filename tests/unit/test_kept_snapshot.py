@@ -1,7 +1,9 @@
-"""domain.scheduler.snapshot: the jobs a snapshot copies from the job table kept between cycles,
-and its nodes from the node table and loads kept between cycles, are those of a snapshot
-built from scratch, after every event of every scenario and of a synthetic stream (with its
-cycles' binds, pipelines, evictions and statuses folded in)."""
+"""domain.scheduler.snapshot: the jobs a snapshot takes from the job table kept between cycles
+(and the sums and job sets the table keeps), and its nodes from the node table and loads kept
+between cycles, are those of a snapshot built from scratch, after every event of every
+scenario and of a synthetic stream (with its cycles' binds, pipelines, evictions and statuses
+folded in). And the memos kept between cycles (those tables, node rankings, the PodGroups whose
+status is settled) decide what a cycle with none of them decides."""
 
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ def _view(state: ClusterState, config: SchedulerConfig) -> list[object]:
             [(t.key, id(t.pod), t.job, t.request, t.status, t.node, t.priority, t.role) for t in job.tasks],
         )
         for job in view.jobs.values()
-    ] + [(t.key, t.status, t.node) for t in view.pipelined]  # fmt: skip
+    ] + [(t.key, t.status, t.node) for t in view.pipelined] + [
+        (name, queue.allocated, queue.asked, sorted(view.queued.get(name, ()))) for name, queue in view.queues.items()
+    ] + [view.waiting, view.reserving, sorted(view.rejected)]  # fmt: skip
 
 
 def _check(lines: list[str], config: SchedulerConfig) -> int:
@@ -62,3 +66,32 @@ def test_kept_snapshot_is_built_snapshot_in_scenarios(path: Path) -> None:
 def test_kept_snapshot_is_built_snapshot_in_a_synthetic_stream() -> None:
     lines = synthetic_stream("c1", Shape(nodes=6, gangs=40, marker_every=5))
     assert _check(lines, SchedulerConfig()) > 100
+
+
+def _decisions(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> list[object]:
+    """Every decision of the stream; with ``fresh``, each cycle starts without the memos."""
+    engine = Engine(config, on_markers=lambda _: True)
+    out: list[object] = []
+    for line in lines:
+        try:
+            event = parse_event(line)
+        except InvalidEvent:
+            continue
+        if fresh:
+            engine.state(event.cluster).derived.clear()
+        out.extend((d.kind, d.target, d.reason, d.fields) for d in engine.handle(event).decisions)
+    return out
+
+
+@pytest.mark.parametrize("path", discover(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_kept_memos_decide_as_fresh_ones_in_scenarios(path: Path) -> None:
+    scenario = load(path)
+    lines = scenario.events.read_text().splitlines()
+    assert _decisions(lines, scenario.config, fresh=False) == _decisions(lines, scenario.config, fresh=True)
+
+
+def test_kept_memos_decide_as_fresh_ones_in_a_synthetic_stream() -> None:
+    lines = synthetic_stream("c1", Shape(nodes=6, gangs=60, marker_every=3))
+    kept = _decisions(lines, SchedulerConfig(), fresh=False)
+    assert len(kept) > 200
+    assert kept == _decisions(lines, SchedulerConfig(), fresh=True)

@@ -25,7 +25,7 @@ def execute(session: Session) -> None:
     admit_pending = "enqueue" not in session.config.actions
     held = {t.job for t in session.snapshot.pipelined}
     waiting: list[JobInfo] = []
-    for job in session.snapshot.jobs.values():
+    for job in session.snapshot.waiting_jobs():
         if job.terminating or (job.key not in held and not any(not t.is_best_effort for t in job.pending())):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_pending:
@@ -43,6 +43,7 @@ def execute(session: Session) -> None:
             session.found.refuse(job, Verdict(Reason.QUEUE_NOT_OPEN, f"queue {job.queue} is {state}", NAME))
             continue
         if job.phase is PodGroupPhase.PENDING:
+            session.snapshot.spoil(job.key)
             job.phase = PodGroupPhase.INQUEUE
         # 3. Place it: inside one network domain when it asks for one, else on any nodes.
         _allocate(session, job)

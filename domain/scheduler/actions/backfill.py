@@ -19,7 +19,7 @@ def execute(session: Session) -> None:
     snapshot = session.snapshot
     # 1. Best-effort pending tasks of admitted, valid jobs in open queues.
     tasks = []
-    for job in snapshot.jobs.values():
+    for job in snapshot.waiting_jobs():
         queue = snapshot.queues.get(job.queue)
         if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
             continue

@@ -28,7 +28,7 @@ def execute(session: Session) -> None:
     # 1. Pending jobs, grouped by queue; jobs in unknown or closed queues are refused at once.
     waiting = [
         job
-        for job in session.snapshot.jobs.values()
+        for job in session.snapshot.waiting_jobs()
         if job.phase is PodGroupPhase.PENDING and job.pending() and not job.terminating
     ]
     # 2. Take the queue that goes next (queue order), and its next job (job order).
@@ -36,6 +36,7 @@ def execute(session: Session) -> None:
         # 3. Admit it if the queue, the gang and every quota vote allow; else record why not.
         verdict = admissible(session, job)
         if verdict is None:
+            session.snapshot.spoil(job.key)
             job.phase = PodGroupPhase.INQUEUE
             session.job_enqueued(job)
         else:
