@@ -35,6 +35,7 @@ class Ranking:
     nodes: dict[str, NodeInfo]
     heap: list[Entry] = field(default_factory=list)
     reasons: dict[str, list[str]] = field(default_factory=dict)  # why each infeasible node does not fit
+    counts: Counter[str] = field(default_factory=Counter)  # those reasons counted, kept with them
     dirty: set[str] = field(default_factory=set)  # nodes changed since they were last evaluated here
 
 
@@ -55,10 +56,13 @@ class Candidates:
 
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
         failures = self.predicate(ranking.task, node)
+        before = ranking.reasons.pop(node.name, None)
+        if before:
+            ranking.counts.subtract(before)
         if failures:
             ranking.reasons[node.name] = failures
+            ranking.counts.update(failures)
             return
-        ranking.reasons.pop(node.name, None)
         entry = (-self.score(ranking.task, node), node.name, self.versions.get(node.name, 0))
         heapq.heappush(ranking.heap, entry)
 
@@ -91,7 +95,7 @@ class Candidates:
                 return ranking.nodes[name], FitSummary(len(nodes))
             heapq.heappop(heap)  # stale: the node changed since this entry was scored
         summary = FitSummary(len(nodes))
-        summary.reasons = Counter(r for failures in ranking.reasons.values() for r in failures)
+        summary.reasons = Counter({reason: n for reason, n in ranking.counts.items() if n > 0})
         return None, summary
 
 
