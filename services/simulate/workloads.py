@@ -69,7 +69,7 @@ class SimWorkloads:
 
     def workload_object(self, group: SimGroup) -> dict[str, Any]:
         job = group.job
-        meta = self.cluster._meta("Workload", job.id, job.submit)
+        meta = self.cluster.meta("Workload", job.id, job.submit)
         meta["ownerReferences"] = [self._owner(job)]
         manifest = workload_manifest(job, meta, self.ib_label)
         manifest["status"] = dict(group.status)
@@ -78,7 +78,7 @@ class SimWorkloads:
     def pod_object(self, pod: SimPod, admitted: Admitted) -> dict[str, Any]:
         """A pod the Job controller created for an admission."""
         job = pod.job
-        meta = self.cluster._meta("Pod", pod.name, pod.created, pod.attempt)
+        meta = self.cluster.meta("Pod", pod.name, pod.created, pod.attempt)
         meta["labels"] = job.labels
         meta["ownerReferences"] = [self._owner(job)]
         spec: dict[str, Any] = {"schedulerName": self.scheduler_name, "priority": job.priority, **pod_spec(job)}
@@ -110,7 +110,7 @@ class SimWorkloads:
         for condition in fields["conditions"]:
             if condition["type"] == "QuotaReserved" and condition["status"] == "False":
                 cluster.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
-        cluster._emit("MODIFIED", self.workload_object(group))
+        cluster.emit("MODIFIED", self.workload_object(group))
         if _is_true(status, "Admitted") and not _is_true(status, "Evicted") and not group.pods:
             self._create_pods(group, fields["admission"])
 
@@ -122,7 +122,7 @@ class SimWorkloads:
             pod = SimPod(job, index, requests, attempt=group.admissions, created=cluster.now, admitted=admitted)
             group.pods.append(pod)
             cluster.pods[pod.name] = pod
-            cluster._emit("ADDED", cluster._pod_object(pod))
+            cluster.emit("ADDED", cluster.pod_object(pod))
         group.admissions += 1
 
     def _placements(self, job: Job, admission: dict[str, Any]) -> list[Admitted]:
@@ -145,9 +145,9 @@ class SimWorkloads:
         cluster = self.cluster
         for pod in group.pods:
             if pod.phase == "Running":
-                cluster._release(pod)
-            cluster._emit("MODIFIED", cluster._pod_object(pod, deleting=True))
-            cluster._emit("DELETED", cluster._pod_object(pod, deleting=True))
+                cluster.release(pod)
+            cluster.emit("MODIFIED", cluster.pod_object(pod, deleting=True))
+            cluster.emit("DELETED", cluster.pod_object(pod, deleting=True))
             pod.phase = "Deleted"
             del cluster.pods[pod.name]
         group.pods = []
@@ -155,14 +155,14 @@ class SimWorkloads:
         if not group.waiting:
             group.waiting = True
             cluster.waiting += 1
-        cluster._track()
+        cluster.track()
 
     def finish(self, group: SimGroup) -> None:
         """All pods succeeded: Finished, then the Job goes with its pods and Workload."""
         cluster = self.cluster
         group.status = {**group.status, "conditions": [*group.status.get("conditions", []), FINISHED]}
-        cluster._emit("MODIFIED", self.workload_object(group))
-        cluster._delete_group(group, self.workload_object(group))
+        cluster.emit("MODIFIED", self.workload_object(group))
+        cluster.delete_group(group, self.workload_object(group))
 
 
 def _is_true(status: dict[str, Any], condition: str) -> bool:
