@@ -260,6 +260,8 @@ class SimCluster:
             self.waiting -= 1
             if group.record.start is None:
                 group.record.start = self.now
+        if pod.admitted is not None and self.workloads is not None:
+            self.workloads.started(group)
         if pod.job.duration is not None:
             attempt = pod.attempt
             self.queue.at(self.now + pod.job.duration, lambda: self._finish(pod, attempt))

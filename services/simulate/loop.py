@@ -48,7 +48,10 @@ def run_closed_loop(
     cluster.add_queues(sorted({"default", *(job.queue for job in trace.jobs if not cluster.is_kueue(job))}))
     if kueue_jobs or kueue_objects:
         objects = quota.derived(kueue_jobs, nodes) if kueue_objects is None else kueue_objects
-        cluster.workloads = SimWorkloads(cluster, config.scheduler_name, config.ib_cluster_label, objects)
+        pods_ready = bool((config.kueue.get("waitForPodsReady") or {}).get("enable"))
+        cluster.workloads = SimWorkloads(
+            cluster, config.scheduler_name, config.ib_cluster_label, objects, pods_ready=pods_ready
+        )
         cluster.add_objects(objects)
     for job in trace.jobs:
         cluster.queue.at(job.submit, partial(cluster.submit, job))

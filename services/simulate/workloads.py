@@ -15,7 +15,11 @@ Kueue's batch/Job integration and the Job controller do with a suspended Job:
   and requeues the workload (two-phase release: statuses of the next cycles), and the next
   admission starts the job over with new pods;
 * when all its pods have succeeded the Workload gets ``Finished`` (reason Succeeded), and the
-  finished Job is deleted (``ttlSecondsAfterFinished: 0``): its pods, then the Workload.
+  finished Job is deleted (``ttlSecondsAfterFinished: 0``): its pods, then the Workload;
+* under ``waitForPodsReady`` (``pods_ready``) the Job integration reports ``PodsReady`` as
+  Kueue's does: True once every pod of the admitted Job runs (our pods are ready when they
+  run), kept while the workload stays admitted, and False once it no longer is. Kueue also
+  writes False before the pods are ready; that write is left out, since only True counts.
 
 Kueue reserves quota, not nodes: a pod scheduler binds the pods. Here that is our scheduler,
 as in clusters that run Kueue in front of Volcano (the Job template names
@@ -41,6 +45,13 @@ if TYPE_CHECKING:
     from services.simulate.cluster import SimCluster, SimGroup
 
 FINISHED = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "Job finished successfully"}
+PODS_READY = {
+    "type": "PodsReady",
+    "status": "True",
+    "reason": "PodsReady",
+    "message": "All pods were ready or succeeded since the workload admission",
+}
+PODS_NOT_READY = {**PODS_READY, "status": "False", "message": "Not all pods are ready or succeeded"}
 _JOB_UIDS = uuid.UUID("3d0f6f4e-8a51-4b8e-b1c5-2f7d9e0a6c13")
 
 
@@ -56,12 +67,21 @@ class Admitted:
 class SimWorkloads:
     """The Workloads of one simulated cluster, and their Jobs' pods."""
 
-    def __init__(self, cluster: SimCluster, scheduler_name: str, ib_label: str, objects: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        cluster: SimCluster,
+        scheduler_name: str,
+        ib_label: str,
+        objects: list[dict[str, Any]],
+        *,
+        pods_ready: bool = False,
+    ) -> None:
         self.cluster = cluster
         self.scheduler_name = scheduler_name
         self.ib_label = ib_label
         self.objects = objects  # the flavors and queues (``quota``), created by ``add_objects``
         self.flavor_labels = quota.flavor_labels(objects)
+        self.pods_ready = pods_ready  # waitForPodsReady: the Job integration reports PodsReady
 
     def _owner(self, job: Job) -> dict[str, Any]:
         uid = str(uuid.uuid5(_JOB_UIDS, f"{self.cluster.cluster}/{self.cluster.namespace}/{job.id}"))
@@ -111,8 +131,28 @@ class SimWorkloads:
             if condition["type"] == "QuotaReserved" and condition["status"] == "False":
                 cluster.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
         cluster.emit("MODIFIED", self.workload_object(group))
+        if self.pods_ready and _is_true(status, "PodsReady") and not _is_true(status, "Admitted"):
+            self._report(group, PODS_NOT_READY)
         if _is_true(status, "Admitted") and not _is_true(status, "Evicted") and not group.pods:
             self._create_pods(group, fields["admission"])
+
+    def started(self, group: SimGroup) -> None:
+        """One of the group's pods was bound: PodsReady=True once they all run (or have run)."""
+        if not self.pods_ready or _is_true(group.status, "PodsReady") or not _is_true(group.status, "Admitted"):
+            return
+        if all(pod.phase in ("Running", "Succeeded") for pod in group.pods):
+            self._report(group, PODS_READY)
+
+    def _report(self, group: SimGroup, condition: dict[str, str]) -> None:
+        """The Job integration writes ``condition`` (in the place of the one of its type, if any)."""
+        conditions = list(group.status.get("conditions", []))
+        types = [c["type"] for c in conditions]
+        if condition["type"] in types:
+            conditions[types.index(condition["type"])] = condition
+        else:
+            conditions.append(condition)
+        group.status = {**group.status, "conditions": conditions}
+        self.cluster.emit("MODIFIED", self.workload_object(group))
 
     def _create_pods(self, group: SimGroup, admission: dict[str, Any]) -> None:
         cluster = self.cluster
