@@ -98,6 +98,7 @@ class SimCluster:
         self.workloads: SimWorkloads | None = None  # set before the first Kueue job arrives
         self.now = 0.0
         self.changed_since: float | None = None  # earliest change the scheduler has not cycled over
+        self.last_marker: float | None = None  # time of the last SCHEDULE marker
         self.queue = EventQueue()
         self.groups: dict[str, SimGroup] = {}
         self.pods: dict[str, SimPod] = {}
@@ -145,7 +146,7 @@ class SimCluster:
 
     def schedule(self, time: float) -> list[Decision]:
         """A SCHEDULE marker at ``time``: one cycle; its decisions are applied at that time."""
-        self.now = time
+        self.now = self.last_marker = time
         self.changed_since = None
         line = _ENCODE.encode({"type": "SCHEDULE", "cluster": self.cluster, "time": wall(time)})
         self.events_out.write(line + b"\n")
