@@ -182,6 +182,19 @@ def test_pods_ready_run_replays_and_a_marker_in_every_period_decides_the_same(pe
     assert without_position(replayed(dense, tmp_path, WAIT_FOR_PODS_READY)) == without_position(decisions)
 
 
+def test_pods_ready_follows_the_admission_and_running_jobs_are_not_evicted() -> None:
+    # The preemption run of the first test, under a 1 min PodsReady timeout: every job's pods run
+    # within a second of its admission, so nothing times out and the same decisions come at the
+    # same times (their conditions now include PodsReady). mid's PodsReady goes False when its
+    # quota is released and True again once it runs again.
+    outcome, events, decisions = closed_loop(KUEUE, config=WAIT_FOR_PODS_READY)
+    times = {job_id: (r.start, r.end, r.restarts) for job_id, r in outcome.jobs.items()}
+    assert times == {"low": (2.0, 102.0, 0), "mid": (3.0, 40.0, 1), "high": (8.0, 28.0, 0)}
+    assert _pods_ready(events) == {"low": ["True"], "mid": ["True", "False", "True"], "high": ["True"]}
+    _, plain_events, plain = closed_loop(KUEUE)
+    assert _decided_at(events, decisions) == _decided_at(plain_events, plain)
+
+
 def test_without_wait_for_pods_ready_nothing_is_woken() -> None:
     # No deadline: markers only after changes, big holds its quota for ever, no PodsReady.
     outcome, events, decisions = closed_loop(PODS_READY)
