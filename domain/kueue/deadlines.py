@@ -11,11 +11,15 @@ The time-driven steps of the cycle, each with the instant it acts at:
 * second-pass backoff (S3): a workload that needs a second pass and failed one tries again at
   ``second_pass_at`` (``second_pass.run``).
 
+Steps that a decision makes due in the next cycle (the release of an evicted workload's quota
+once its pods are gone, an admission after a release) wait for no time: the next marker takes
+them, whenever it comes, and a cluster that writes the decision back sends an event anyway.
+
 Admission Fair Sharing's sampling waits for the clock too, but decides nothing by itself: only
 admission reads the usage, and the cycle samples before admission, so a cycle that an event
 brings takes the sample then, over the whole time since the last one (the decay of a usage
-that held still meanwhile comes out the same; an entry penalty is added undecayed). It is no
-deadline. Nothing on the Volcano side of the cycle reads the clock.
+that held still meanwhile comes out the same; an entry penalty is added undecayed), and it
+sets no deadline. Nothing on the Volcano side of the cycle reads the clock.
 """
 
 from __future__ import annotations
