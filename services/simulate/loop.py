@@ -94,22 +94,18 @@ class _Wakes:
     period: float
     decided: set[tuple[DecisionKind, ObjectRef, str]] = field(default_factory=set)  # woken, since the last Bind
     stalled: bool = False  # with no action left, a woken marker decided nothing new
-    _deadline: tuple[int, float | None] = (-1, None)  # (the cluster's lines then, the deadline's marker)
 
     def next(self, *, idle: bool) -> float | None:
         """The marker for the next deadline, or None: there is none, or waking has stalled and no
-        action is left (``idle``). Asked only when nothing changed since the last marker, so one
-        answer holds until the cluster writes another line."""
-        if idle and self.stalled:
-            return None
+        action is left (``idle``)."""
         cluster = self.cluster
-        if self._deadline[0] != cluster.lines:
-            deadline = cluster.engine.next_deadline(cluster.cluster)
-            wake = None if deadline is None else marker_at(simulated(deadline), self.period)
-            if wake is not None and cluster.last_marker is not None and wake <= cluster.last_marker:
-                wake = marker_after(cluster.last_marker, self.period)  # rounding: no second marker at one instant
-            self._deadline = (cluster.lines, wake)
-        return self._deadline[1]
+        deadline = None if idle and self.stalled else cluster.engine.next_deadline(cluster.cluster)
+        if deadline is None:
+            return None
+        wake = marker_at(simulated(deadline), self.period)
+        if cluster.last_marker is not None and wake <= cluster.last_marker:
+            wake = marker_after(cluster.last_marker, self.period)  # rounding: no second marker at one instant
+        return wake
 
     def woken(self, decisions: list[Decision], *, idle: bool) -> None:
         """A marker put for a deadline decided ``decisions``."""
