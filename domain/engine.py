@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from domain.decisions import Decision
 from domain.events import Inbound, ScheduleMarker
+from domain.kueue import deadlines
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.cycle import run_cycle
 from domain.state import ClusterState
@@ -49,3 +51,10 @@ class Engine:
         if isinstance(event, ScheduleMarker) or not state.on_markers:
             return Processed(event.cluster, seq, run_cycle(state, self.config, seq=seq))
         return Processed(event.cluster, seq, [])
+
+    def next_deadline(self, cluster: str) -> datetime | None:
+        """The earliest scheduler-clock instant after the cluster's clock at which a cycle would
+        act although no event came (``domain.kueue.deadlines``), or None. Only Kueue steps wait
+        for the clock: no Volcano action or plugin reads it."""
+        state = self.clusters.get(cluster)
+        return None if state is None else deadlines.next_deadline(state, self.config.kueue)

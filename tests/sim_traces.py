@@ -1,7 +1,12 @@
-"""Small traces for the simulator's tests, with outcomes worked out by hand in the tests."""
+"""Small traces for the simulator's tests, with outcomes worked out by hand in the tests, and
+helpers that read the streams a run writes."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
+from services.simulate.clock import simulated, wall
 from services.traces.model import Job, Node, Trace
 
 CPU4 = {"cpu": "4", "memory": "8Gi"}
@@ -44,3 +49,50 @@ KUEUE = Trace(
     ),
     THREE_NODES[:2],
 )
+
+# Kueue with waitForPodsReady (timeout 1 min, requeue backoff from 10 s) on two 4-cpu nodes: ok
+# (one pod of 2 cpu, 100 s) runs; big's one pod asks for 6 cpu, which its quota (the derived 8
+# cpu) allows and no node has, so it is admitted and its pod is never bound.
+PODS_READY_CONFIG = {
+    "kueue": {"waitForPodsReady": {"enable": True, "timeout": "1m", "requeuingStrategy": {"backoffBaseSeconds": 10}}}
+}
+PODS_READY = Trace(
+    (
+        Job("ok", 0, 100, requests={"cpu": "2"}, queue="team", scheduler="kueue"),
+        Job("big", 0, 10, requests={"cpu": "6"}, queue="team", scheduler="kueue"),
+    ),
+    THREE_NODES[:2],
+)
+
+
+def marker_times(events: bytes) -> list[float]:
+    """The simulated time of every SCHEDULE marker of a run's stream."""
+    lines = (json.loads(line) for line in events.splitlines())
+    return [simulated(datetime.fromisoformat(line["time"])) for line in lines if line["type"] == "SCHEDULE"]
+
+
+def stream_with_every_marker(events: bytes, period: float) -> bytes:
+    """The same stream with a marker in every period from the first marker on, also those in
+    which nothing changed (markers are on the grid k * ``period``). A run skips periods only
+    when nothing happened in them, so the events between two markers further apart happened
+    in the last period before the later one: the added markers go before them."""
+    out: list[bytes] = []
+    since: list[bytes] = []  # the lines after the last marker
+    last: int | None = None
+    for line in events.splitlines():
+        if b'"SCHEDULE"' not in line:
+            since.append(line)
+            continue
+        tick = round(simulated(datetime.fromisoformat(json.loads(line)["time"])) / period)
+        for k in range(tick if last is None else last + 1, tick):
+            out.append(json.dumps({"type": "SCHEDULE", "cluster": "default", "time": wall(k * period)}).encode())
+        out.extend(since)
+        out.append(line)
+        since, last = [], tick
+    out.extend(since)
+    return b"\n".join(out) + b"\n"
+
+
+def without_position(decisions: bytes) -> list[dict[str, object]]:
+    """The decisions without what depends on the stream's positions (``id``, ``seq``)."""
+    return [{k: v for k, v in json.loads(line).items() if k not in ("id", "seq")} for line in decisions.splitlines()]

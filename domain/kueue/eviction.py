@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from domain.kueue.snapshot import KueueSnapshot
@@ -21,6 +21,7 @@ from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import WorkloadPhase, is_active
+from domain.state import ClusterState
 
 DEACTIVATED = "Deactivated"
 _BACKOFF = frozenset({"PodsReadyTimeout"})
@@ -49,11 +50,30 @@ def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
         if cq.spec.stop_policy == "HoldAndDrain" and not info.view.is_true("Evicted"):
             box.evict(info, "ClusterQueueStopped", f"The ClusterQueue {cq.metadata.name} is stopped")
     # 4. Evict admitted workloads whose pods were not ready in time.
-    wait = settings.get("waitForPodsReady") or {}
-    if wait.get("enable"):
-        timeout = timedelta(seconds=seconds(wait.get("timeout", "5m")))
+    timeout = pods_ready_timeout(settings)
+    if timeout is not None:
         for info in snap.holders():
-            _check_pods_ready(snap, box, info, timeout)
+            deadline = pods_ready_deadline(snap.state, info, timeout)
+            if deadline is not None and snap.clock >= deadline:
+                box.evict(info, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {info.key}")
+
+
+def pods_ready_timeout(settings: Mapping[str, Any]) -> timedelta | None:
+    """``waitForPodsReady.timeout`` (default 5m); None when ``waitForPodsReady`` is off."""
+    wait = settings.get("waitForPodsReady") or {}
+    return timedelta(seconds=seconds(wait.get("timeout", "5m"))) if wait.get("enable") else None
+
+
+def pods_ready_deadline(state: ClusterState, info: WorkloadInfo, timeout: timedelta) -> datetime | None:
+    """When an admitted workload whose pods are not ready is evicted (PodsReadyTimeout): ``timeout``
+    after its admission on the scheduler clock; None when it is not waiting for its pods."""
+    view = info.view
+    if view.is_true("Evicted") or view.is_true("PodsReady") or not view.is_true("Admitted"):
+        return None
+    status = state.status_of(info.obj)
+    if status is None or status.phase is not WorkloadPhase.ADMITTED or status.since is None:
+        return None
+    return status.since + timeout
 
 
 def _has_running_pods(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
@@ -108,14 +128,3 @@ def _activation(box: Outbox, info: WorkloadInfo) -> None:
             Requeued=("True", "Reactivated", "The workload was reactivated"),
         )
         box.status(info, dataclasses.replace(reactivated, requeue_count=0, requeue_at=None), "Reactivated")
-
-
-def _check_pods_ready(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, timeout: timedelta) -> None:
-    view = info.view
-    if view.is_true("Evicted") or view.is_true("PodsReady") or not view.is_true("Admitted"):
-        return
-    status = snap.state.status_of(info.obj)
-    if status is None or status.phase is not WorkloadPhase.ADMITTED or status.since is None:
-        return
-    if snap.clock - status.since >= timeout:
-        box.evict(info, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {info.key}")

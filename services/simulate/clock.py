@@ -45,6 +45,17 @@ def marker_after(time: float, period: float) -> float:
     return (math.floor(round(time / period, 9)) + 1) * period
 
 
+def marker_at(time: float, period: float) -> float:
+    """The first marker at or after ``time``, rounded to nanoticks as in ``marker_after``: a
+    deadline at k*period, which may divide back to a hair above k, gets the marker at k*period."""
+    return math.ceil(round(time / period, 9)) * period
+
+
+def simulated(at: datetime, start: datetime = START) -> float:
+    """A scheduler-clock instant as simulated seconds (the inverse of ``wall``)."""
+    return (at - start).total_seconds()
+
+
 def wall(seconds: float, start: datetime = START) -> str:
     """Simulated seconds as the RFC 3339 timestamp the stream carries."""
     return timestamp(start + timedelta(seconds=seconds))

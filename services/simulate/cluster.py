@@ -15,8 +15,9 @@ would:
   controller recreates it under the same name with a new uid: the task starts over.
 
 Jobs for Kueue are Workloads instead, and ``WorkloadStatus`` and a Workload's ``Evict`` act on
-them as ``workloads`` describes. Other decisions (Job statuses, Rejects) have no object here to
-act on; they are counted in ``ignored``.
+them as ``workloads`` describes, through the cluster's public methods (``meta``, ``emit``,
+``pod_object``, ``release``, ``track``, ``delete_group``) and attributes. Other decisions (Job
+statuses, Rejects) have no object here to act on; they are counted in ``ignored``.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class SimCluster:
         self.workloads: SimWorkloads | None = None  # set before the first Kueue job arrives
         self.now = 0.0
         self.changed_since: float | None = None  # earliest change the scheduler has not cycled over
+        self.last_marker: float | None = None  # time of the last SCHEDULE marker
         self.queue = EventQueue()
         self.groups: dict[str, SimGroup] = {}
         self.pods: dict[str, SimPod] = {}
@@ -114,9 +116,12 @@ class SimCluster:
 
     # -- the stream -------------------------------------------------------------------------
 
-    def _meta(
+    def meta(
         self, kind: str, name: str, created: float, attempt: int = 0, *, namespaced: bool = True
     ) -> dict[str, Any]:
+        """An object's metadata: ``name``, a uid fixed by (cluster, kind, namespace, name,
+        ``attempt``), ``creationTimestamp`` at simulated second ``created``, and our namespace
+        unless the kind is cluster-scoped."""
         namespace = self.namespace if namespaced else ""
         meta: dict[str, Any] = {
             "name": name,
@@ -127,7 +132,9 @@ class SimCluster:
             meta["namespace"] = namespace
         return meta
 
-    def _emit(self, event_type: str, obj: dict[str, Any]) -> None:
+    def emit(self, event_type: str, obj: dict[str, Any]) -> None:
+        """Write ``obj`` as a watch event of ``event_type`` (with the next resourceVersion) into
+        the stream and fold it into the scheduler's state; the period now has a change."""
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         line = _ENCODE.encode({"type": event_type, "cluster": self.cluster, "object": obj})
@@ -139,7 +146,7 @@ class SimCluster:
 
     def schedule(self, time: float) -> list[Decision]:
         """A SCHEDULE marker at ``time``: one cycle; its decisions are applied at that time."""
-        self.now = time
+        self.now = self.last_marker = time
         self.changed_since = None
         line = _ENCODE.encode({"type": "SCHEDULE", "cluster": self.cluster, "time": wall(time)})
         self.events_out.write(line + b"\n")
@@ -150,33 +157,34 @@ class SimCluster:
             self.decided[decision.kind.value] += 1
         for decision in decisions:
             self._apply(decision)
-        self._track()
+        self.track()
         return decisions
 
-    def _track(self) -> None:
+    def track(self) -> None:
+        """Record the allocation and the waiting jobs at the current time in the outcome."""
         self.outcome.track(self.now, self.allocated, self.waiting, self.queue_allocated)
 
     # -- objects ----------------------------------------------------------------------------
 
     def add_nodes(self) -> None:
         for node in self.nodes:
-            self._emit("ADDED", node_manifest(node, self._meta("Node", node.name, 0, namespaced=False)))
-        self._track()
+            self.emit("ADDED", node_manifest(node, self.meta("Node", node.name, 0, namespaced=False)))
+        self.track()
 
     def add_queues(self, names: list[str]) -> None:
         for name in names:
-            self._emit("ADDED", self._queue_object(name, {"state": "Open"}))
+            self.emit("ADDED", self._queue_object(name, {"state": "Open"}))
 
     def _queue_object(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
-        meta = self._meta("Queue", name, 0, namespaced=False)
+        meta = self.meta("Queue", name, 0, namespaced=False)
         return {"apiVersion": PODGROUP_API, "kind": "Queue", "metadata": meta, "spec": {"weight": 1}, "status": status}
 
     def add_objects(self, objects: list[dict[str, Any]]) -> None:
         """Cluster policy objects (Kueue's flavors and queues), namespaced ones in ours."""
         for obj in objects:
             namespaced = obj["kind"] == "LocalQueue"
-            meta = {**self._meta(obj["kind"], obj["metadata"]["name"], 0, namespaced=namespaced), **obj["metadata"]}
-            self._emit("ADDED", {**obj, "metadata": meta})
+            meta = {**self.meta(obj["kind"], obj["metadata"]["name"], 0, namespaced=namespaced), **obj["metadata"]}
+            self.emit("ADDED", {**obj, "metadata": meta})
 
     def is_kueue(self, job: Job) -> bool:
         return (job.scheduler or self.scheduler) == "kueue"
@@ -192,28 +200,30 @@ class SimCluster:
         self.outcome.jobs[job.id] = group.record
         if kueue:
             assert self.workloads is not None
-            self._emit("ADDED", self.workloads.workload_object(group))
+            self.emit("ADDED", self.workloads.workload_object(group))
             self.waiting += 1
-            self._track()
+            self.track()
             return
-        self._emit("ADDED", self._group_object(group))
+        self.emit("ADDED", self._group_object(group))
         for pod in pods:
             self.pods[pod.name] = pod
-            self._emit("ADDED", self._pod_object(pod))
+            self.emit("ADDED", self.pod_object(pod))
         self.waiting += 1
-        self._track()
+        self.track()
 
     def _group_object(self, group: SimGroup) -> dict[str, Any]:
         job = group.job
-        manifest = pod_group_manifest(job, self._meta("PodGroup", job.id, job.submit))
+        manifest = pod_group_manifest(job, self.meta("PodGroup", job.id, job.submit))
         manifest["status"] = dict(group.status)
         return manifest
 
-    def _pod_object(self, pod: SimPod, *, deleting: bool = False) -> dict[str, Any]:
+    def pod_object(self, pod: SimPod, *, deleting: bool = False) -> dict[str, Any]:
+        """The pod as the API server holds it now (its node and phase), ``deleting`` with a
+        ``deletionTimestamp``: a Kueue job's pod as ``workloads`` renders it, else its PodGroup's."""
         if pod.admitted is not None and self.workloads is not None:
             manifest = self.workloads.pod_object(pod, pod.admitted)
         else:
-            manifest = pod_manifest(pod.job, self._meta("Pod", pod.name, pod.created, pod.attempt))
+            manifest = pod_manifest(pod.job, self.meta("Pod", pod.name, pod.created, pod.attempt))
         if pod.node:
             manifest["spec"]["nodeName"] = pod.node
         manifest["status"] = {"phase": pod.phase}
@@ -231,7 +241,7 @@ class SimCluster:
             self._group_status(self.groups[target.name], decision)
         elif decision.kind is DecisionKind.QUEUE_STATUS:
             status = {"state": decision.fields["state"], "allocated": decision.fields["allocated"]}
-            self._emit("MODIFIED", self._queue_object(target.name, status))
+            self.emit("MODIFIED", self._queue_object(target.name, status))
         elif decision.kind is DecisionKind.EVICT and target.kind == "Pod" and target.name in self.pods:
             self._evict(self.pods[target.name])
         elif self.workloads is not None and target.kind == "Workload" and target.name in self.groups:
@@ -243,7 +253,7 @@ class SimCluster:
         pod.node, pod.phase = node, "Running"
         add(self.allocated, pod.requests)
         add(self.queue_allocated.setdefault(pod.job.queue, {}), pod.requests)
-        self._emit("MODIFIED", self._pod_object(pod))
+        self.emit("MODIFIED", self.pod_object(pod))
         group = self.groups[pod.job.id]
         running = sum(1 for other in group.pods if other.phase == "Running")
         if group.waiting and running >= pod.job.gang:
@@ -251,11 +261,14 @@ class SimCluster:
             self.waiting -= 1
             if group.record.start is None:
                 group.record.start = self.now
+        if pod.admitted is not None and self.workloads is not None:
+            self.workloads.started(group)
         if pod.job.duration is not None:
             attempt = pod.attempt
             self.queue.at(self.now + pod.job.duration, lambda: self._finish(pod, attempt))
 
-    def _release(self, pod: SimPod) -> None:
+    def release(self, pod: SimPod) -> None:
+        """Take a running pod's requests off the cluster's and its queue's allocation."""
         freed = {name: -amount for name, amount in pod.requests.items()}
         add(self.allocated, freed)
         add(self.queue_allocated[pod.job.queue], freed)
@@ -264,39 +277,39 @@ class SimCluster:
         if pod.attempt != attempt or pod.phase != "Running":
             return  # evicted (and maybe recreated) since this run began
         pod.phase = "Succeeded"
-        self._release(pod)
-        self._emit("MODIFIED", self._pod_object(pod))
+        self.release(pod)
+        self.emit("MODIFIED", self.pod_object(pod))
         group = self.groups[pod.job.id]
         if all(other.phase == "Succeeded" for other in group.pods):
             group.record.end = self.now
             if pod.admitted is not None and self.workloads is not None:
                 self.workloads.finish(group)
-        self._track()
+        self.track()
 
     def _group_status(self, group: SimGroup, decision: Decision) -> None:
         group.status = {"phase": decision.fields["phase"], "conditions": decision.fields["conditions"]}
         for condition in decision.fields["conditions"]:
             if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
                 self.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
-        self._emit("MODIFIED", self._group_object(group))
+        self.emit("MODIFIED", self._group_object(group))
         if decision.fields["phase"] == "Completed":
-            self._delete_group(group, self._group_object(group))
+            self.delete_group(group, self._group_object(group))
 
-    def _delete_group(self, group: SimGroup, manifest: dict[str, Any]) -> None:
+    def delete_group(self, group: SimGroup, manifest: dict[str, Any]) -> None:
         """The cascade of a finished job: its pods go first, then ``manifest`` (its PodGroup or
         Workload), with a ``deletionTimestamp``."""
         for pod in group.pods:
-            self._emit("DELETED", self._pod_object(pod, deleting=True))
+            self.emit("DELETED", self.pod_object(pod, deleting=True))
             del self.pods[pod.name]
         manifest["metadata"]["deletionTimestamp"] = wall(self.now)
-        self._emit("DELETED", manifest)
+        self.emit("DELETED", manifest)
         del self.groups[group.job.id]
 
     def _evict(self, pod: SimPod) -> None:
         if pod.phase == "Running":
-            self._release(pod)
-        self._emit("MODIFIED", self._pod_object(pod, deleting=True))
-        self._emit("DELETED", self._pod_object(pod, deleting=True))
+            self.release(pod)
+        self.emit("MODIFIED", self.pod_object(pod, deleting=True))
+        self.emit("DELETED", self.pod_object(pod, deleting=True))
         pod.attempt, pod.created, pod.node, pod.phase = pod.attempt + 1, self.now, "", "Pending"
         self.groups[pod.job.id].record.restarts += 1
-        self._emit("ADDED", self._pod_object(pod))
+        self.emit("ADDED", self.pod_object(pod))

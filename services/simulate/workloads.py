@@ -15,7 +15,11 @@ Kueue's batch/Job integration and the Job controller do with a suspended Job:
   and requeues the workload (two-phase release: statuses of the next cycles), and the next
   admission starts the job over with new pods;
 * when all its pods have succeeded the Workload gets ``Finished`` (reason Succeeded), and the
-  finished Job is deleted (``ttlSecondsAfterFinished: 0``): its pods, then the Workload.
+  finished Job is deleted (``ttlSecondsAfterFinished: 0``): its pods, then the Workload;
+* under ``waitForPodsReady`` (``pods_ready``) the Job integration reports ``PodsReady`` as
+  Kueue's does: True once every pod of the admitted Job runs (our pods are ready when they
+  run), kept while the workload stays admitted, and False once it no longer is. Kueue also
+  writes False before the pods are ready; that write is left out, since only True counts.
 
 Kueue reserves quota, not nodes: a pod scheduler binds the pods. Here that is our scheduler,
 as in clusters that run Kueue in front of Volcano (the Job template names
@@ -41,6 +45,13 @@ if TYPE_CHECKING:
     from services.simulate.cluster import SimCluster, SimGroup
 
 FINISHED = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "Job finished successfully"}
+PODS_READY = {
+    "type": "PodsReady",
+    "status": "True",
+    "reason": "PodsReady",
+    "message": "All pods were ready or succeeded since the workload admission",
+}
+PODS_NOT_READY = {**PODS_READY, "status": "False", "message": "Not all pods are ready or succeeded"}
 _JOB_UIDS = uuid.UUID("3d0f6f4e-8a51-4b8e-b1c5-2f7d9e0a6c13")
 
 
@@ -56,12 +67,21 @@ class Admitted:
 class SimWorkloads:
     """The Workloads of one simulated cluster, and their Jobs' pods."""
 
-    def __init__(self, cluster: SimCluster, scheduler_name: str, ib_label: str, objects: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        cluster: SimCluster,
+        scheduler_name: str,
+        ib_label: str,
+        objects: list[dict[str, Any]],
+        *,
+        pods_ready: bool = False,
+    ) -> None:
         self.cluster = cluster
         self.scheduler_name = scheduler_name
         self.ib_label = ib_label
         self.objects = objects  # the flavors and queues (``quota``), created by ``add_objects``
         self.flavor_labels = quota.flavor_labels(objects)
+        self.pods_ready = pods_ready  # waitForPodsReady: the Job integration reports PodsReady
 
     def _owner(self, job: Job) -> dict[str, Any]:
         uid = str(uuid.uuid5(_JOB_UIDS, f"{self.cluster.cluster}/{self.cluster.namespace}/{job.id}"))
@@ -69,7 +89,7 @@ class SimWorkloads:
 
     def workload_object(self, group: SimGroup) -> dict[str, Any]:
         job = group.job
-        meta = self.cluster._meta("Workload", job.id, job.submit)
+        meta = self.cluster.meta("Workload", job.id, job.submit)
         meta["ownerReferences"] = [self._owner(job)]
         manifest = workload_manifest(job, meta, self.ib_label)
         manifest["status"] = dict(group.status)
@@ -78,7 +98,7 @@ class SimWorkloads:
     def pod_object(self, pod: SimPod, admitted: Admitted) -> dict[str, Any]:
         """A pod the Job controller created for an admission."""
         job = pod.job
-        meta = self.cluster._meta("Pod", pod.name, pod.created, pod.attempt)
+        meta = self.cluster.meta("Pod", pod.name, pod.created, pod.attempt)
         meta["labels"] = job.labels
         meta["ownerReferences"] = [self._owner(job)]
         spec: dict[str, Any] = {"schedulerName": self.scheduler_name, "priority": job.priority, **pod_spec(job)}
@@ -110,9 +130,29 @@ class SimWorkloads:
         for condition in fields["conditions"]:
             if condition["type"] == "QuotaReserved" and condition["status"] == "False":
                 cluster.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
-        cluster._emit("MODIFIED", self.workload_object(group))
+        cluster.emit("MODIFIED", self.workload_object(group))
+        if self.pods_ready and _is_true(status, "PodsReady") and not _is_true(status, "Admitted"):
+            self._report(group, PODS_NOT_READY)
         if _is_true(status, "Admitted") and not _is_true(status, "Evicted") and not group.pods:
             self._create_pods(group, fields["admission"])
+
+    def started(self, group: SimGroup) -> None:
+        """One of the group's pods was bound: PodsReady=True once they all run (or have run)."""
+        if not self.pods_ready or _is_true(group.status, "PodsReady") or not _is_true(group.status, "Admitted"):
+            return
+        if all(pod.phase in ("Running", "Succeeded") for pod in group.pods):
+            self._report(group, PODS_READY)
+
+    def _report(self, group: SimGroup, condition: dict[str, str]) -> None:
+        """The Job integration writes ``condition`` (in the place of the one of its type, if any)."""
+        conditions = list(group.status.get("conditions", []))
+        types = [c["type"] for c in conditions]
+        if condition["type"] in types:
+            conditions[types.index(condition["type"])] = condition
+        else:
+            conditions.append(condition)
+        group.status = {**group.status, "conditions": conditions}
+        self.cluster.emit("MODIFIED", self.workload_object(group))
 
     def _create_pods(self, group: SimGroup, admission: dict[str, Any]) -> None:
         cluster = self.cluster
@@ -122,7 +162,7 @@ class SimWorkloads:
             pod = SimPod(job, index, requests, attempt=group.admissions, created=cluster.now, admitted=admitted)
             group.pods.append(pod)
             cluster.pods[pod.name] = pod
-            cluster._emit("ADDED", cluster._pod_object(pod))
+            cluster.emit("ADDED", cluster.pod_object(pod))
         group.admissions += 1
 
     def _placements(self, job: Job, admission: dict[str, Any]) -> list[Admitted]:
@@ -145,9 +185,9 @@ class SimWorkloads:
         cluster = self.cluster
         for pod in group.pods:
             if pod.phase == "Running":
-                cluster._release(pod)
-            cluster._emit("MODIFIED", cluster._pod_object(pod, deleting=True))
-            cluster._emit("DELETED", cluster._pod_object(pod, deleting=True))
+                cluster.release(pod)
+            cluster.emit("MODIFIED", cluster.pod_object(pod, deleting=True))
+            cluster.emit("DELETED", cluster.pod_object(pod, deleting=True))
             pod.phase = "Deleted"
             del cluster.pods[pod.name]
         group.pods = []
@@ -155,14 +195,14 @@ class SimWorkloads:
         if not group.waiting:
             group.waiting = True
             cluster.waiting += 1
-        cluster._track()
+        cluster.track()
 
     def finish(self, group: SimGroup) -> None:
         """All pods succeeded: Finished, then the Job goes with its pods and Workload."""
         cluster = self.cluster
         group.status = {**group.status, "conditions": [*group.status.get("conditions", []), FINISHED]}
-        cluster._emit("MODIFIED", self.workload_object(group))
-        cluster._delete_group(group, self.workload_object(group))
+        cluster.emit("MODIFIED", self.workload_object(group))
+        cluster.delete_group(group, self.workload_object(group))
 
 
 def _is_true(status: dict[str, Any], condition: str) -> bool:

@@ -16,13 +16,12 @@ from services.inputs import read_records
 from services.replay import replay_records
 from services.simulate import metrics
 from services.simulate.baselines import easy, fcfs
-from services.simulate.clock import marker_after, wall
+from services.simulate.clock import marker_after, marker_at, simulated, wall
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome, Timeline
 from services.traces.dlrm import NODE_SHAPES, ROLE_LABEL, sized_nodes
-from services.traces.events import START
 from services.traces.model import Job, Trace
-from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
+from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL, stream_with_every_marker, without_position
 
 
 def closed_loop(trace: Trace, config: SchedulerConfig | None = None) -> tuple[Outcome, bytes, bytes]:
@@ -112,37 +111,17 @@ def test_preemption_evicts_and_the_task_starts_over() -> None:
     assert ("PodGroup", "forever") not in deleted
 
 
-def _dense(events: bytes, period: float) -> bytes:
-    """The same stream with a marker in every period, also those in which nothing changed."""
-    out: list[bytes] = []
-    last: float | None = None
-    for line in events.splitlines():
-        if b'"SCHEDULE"' in line:
-            at = (datetime.fromisoformat(json.loads(line)["time"]) - START).total_seconds()
-            tick = at if last is None else last + period
-            while tick < at:
-                out.append(json.dumps({"type": "SCHEDULE", "cluster": "default", "time": wall(tick)}).encode())
-                tick += period
-            last = at
-        out.append(line)
-    return b"\n".join(out) + b"\n"
-
-
-def _without_position(decisions: bytes) -> list[dict[str, object]]:
-    return [{k: v for k, v in json.loads(line).items() if k not in ("id", "seq")} for line in decisions.splitlines()]
-
-
 @pytest.mark.parametrize(("trace", "config"), [(SMALL, {}), (PREEMPTION, PREEMPTION_CONFIG)], ids=["small", "preempt"])
 def test_skipped_idle_periods_decide_nothing(trace: Trace, config: dict[str, str], tmp_path: Path) -> None:
     scheduler = from_mapping(config) if config else SchedulerConfig()
     _, events, decisions = closed_loop(trace, scheduler)
-    dense = _dense(events, 1.0)
+    dense = stream_with_every_marker(events, 1.0)
     assert dense.count(b'"SCHEDULE"') > 2 * events.count(b'"SCHEDULE"')
     path = tmp_path / "dense.jsonl"
     path.write_bytes(dense)
     out = io.BytesIO()
     replay_records(read_records([str(path)]), out, config=scheduler)
-    assert _without_position(out.getvalue()) == _without_position(decisions)
+    assert without_position(out.getvalue()) == without_position(decisions)
 
 
 def test_timeline_integral_and_percentiles() -> None:
@@ -174,6 +153,14 @@ def test_a_marker_gets_no_second_marker_at_its_own_time() -> None:
     assert 43 * 0.1 / 0.1 < 43
     assert all(marker_after(k * 0.1, 0.1) == (k + 1) * 0.1 for k in range(2000))
     assert marker_after(0.3, 0.1) == 4 * 0.1  # an event at k*period belongs to period k
+
+
+def test_a_deadline_on_the_grid_gets_the_marker_at_its_own_time() -> None:
+    # A deadline read back from the stream's clock (k * 0.1 to the microsecond) may divide to a
+    # hair above k: its marker is k * 0.1 itself, the one marker_after gives that period.
+    deadlines = [simulated(datetime.fromisoformat(wall(k * 0.1))) for k in range(1, 2000)]
+    assert all(marker_at(at, 0.1) == marker_after((k - 1) * 0.1, 0.1) for k, at in enumerate(deadlines, 1))
+    assert marker_at(60.000001, 0.1) == 601 * 0.1  # a microsecond past the grid: the next marker
 
 
 def test_dlrm_nodes_are_sized_for_each_roles_peak() -> None:

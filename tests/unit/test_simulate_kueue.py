@@ -1,6 +1,7 @@
 """Kueue Workloads in the closed-loop simulator: admission creates the pods, our scheduler binds
 them, Finished and the deletion follow the last pod, an Evict suspends the job (pods deleted)
-and the requeued workload starts over; the quota objects; the Kueue-shape trace."""
+and the requeued workload starts over; PodsReady timeouts and backoffs get their own markers;
+the quota objects; the Kueue-shape trace."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.inputs import read_records
 from services.replay import replay_records
 from services.simulate import metrics, quota, share
@@ -20,24 +21,36 @@ from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome
 from services.traces import kueue_shape
 from services.traces.model import Trace, TraceError
-from tests.sim_traces import KUEUE, THREE_NODES
+from tests.sim_traces import (
+    KUEUE,
+    PODS_READY,
+    PODS_READY_CONFIG,
+    THREE_NODES,
+    marker_times,
+    stream_with_every_marker,
+    without_position,
+)
+
+WAIT_FOR_PODS_READY = from_mapping(PODS_READY_CONFIG)
 
 
 def closed_loop(
-    trace: Trace, objects: list[dict[str, Any]] | None = None, period: float = 1.0
+    trace: Trace,
+    objects: list[dict[str, Any]] | None = None,
+    period: float = 1.0,
+    config: SchedulerConfig | None = None,
 ) -> tuple[Outcome, bytes, bytes]:
     events, decisions = io.BytesIO(), io.BytesIO()
-    cluster = run_closed_loop(
-        trace, trace.nodes, SchedulerConfig(), events, decisions, period=period, kueue_objects=objects
-    )
+    config = config or SchedulerConfig()
+    cluster = run_closed_loop(trace, trace.nodes, config, events, decisions, period=period, kueue_objects=objects)
     return cluster.outcome, events.getvalue(), decisions.getvalue()
 
 
-def replayed(events: bytes, tmp_path: Path) -> bytes:
+def replayed(events: bytes, tmp_path: Path, config: SchedulerConfig | None = None) -> bytes:
     path = tmp_path / "events.jsonl"
     path.write_bytes(events)
     out = io.BytesIO()
-    replay_records(read_records([str(path)]), out, config=SchedulerConfig())
+    replay_records(read_records([str(path)]), out, config=config or SchedulerConfig())
     return out.getvalue()
 
 
@@ -101,6 +114,93 @@ def test_admitted_pods_are_the_jobs_and_go_to_our_scheduler() -> None:
 def test_simulate_then_replay_gives_the_same_decisions(tmp_path: Path) -> None:
     _, events, decisions = closed_loop(KUEUE)
     assert replayed(events, tmp_path) == decisions
+
+
+def _decided_at(events: bytes, decisions: bytes) -> list[tuple[float, str, str, str]]:
+    """(time of the marker, kind, target, reason) of every decision."""
+    lines = events.splitlines()
+    out = []
+    for decision in map(json.loads, decisions.splitlines()):
+        (time,) = marker_times(lines[decision["seq"]])
+        out.append((round(time, 6), decision["kind"], decision["target"]["name"], decision["reason"]))
+    return out
+
+
+def _pods_ready(events: bytes) -> dict[str, list[str]]:
+    """Each Workload's PodsReady statuses, in the order the cluster wrote them."""
+    out: dict[str, list[str]] = {}
+    for event in map(json.loads, events.splitlines()):
+        if event["type"] == "MODIFIED" and event["object"]["kind"] == "Workload":
+            ready = [c["status"] for c in event["object"]["status"]["conditions"] if c["type"] == "PodsReady"]
+            if ready and out.get(event["object"]["metadata"]["name"], [None])[-1] != ready[0]:
+                out.setdefault(event["object"]["metadata"]["name"], []).append(ready[0])
+    return out
+
+
+@pytest.mark.parametrize("period", [1.0, 0.1])
+def test_pods_ready_timeout_evicts_at_its_own_marker_and_the_backoff_readmits(period: float) -> None:
+    # big is admitted at p (ok at 2p: one head per ClusterQueue and cycle) and its pod is never
+    # bound. With nothing else happening until ok ends at 3p + 100, big is evicted at the first
+    # marker from its admission + 60 s, released in the next cycle with requeueAt 10 s later,
+    # admitted again then and evicted again 60 s after that. Then no action is left and the
+    # same eviction would come round for ever: the run ends after its release.
+    def at(periods: int, seconds: float) -> float:
+        return round(periods * period + seconds, 6)  # the stream's times have microseconds
+
+    outcome, events, decisions = closed_loop(PODS_READY, period=period, config=WAIT_FOR_PODS_READY)
+    big = [(time, kind, reason) for time, kind, name, reason in _decided_at(events, decisions) if name == "big"]
+    assert big == [
+        (at(1, 0), "WorkloadStatus", "QuotaReserved"),
+        (at(1, 60), "WorkloadStatus", "PodsReadyTimeout"),
+        (at(1, 60), "Evict", "PodsReadyTimeout"),
+        (at(2, 60), "WorkloadStatus", "QuotaReleased"),
+        (at(2, 70), "WorkloadStatus", "QuotaReserved"),
+        (at(2, 130), "WorkloadStatus", "PodsReadyTimeout"),
+        (at(2, 130), "Evict", "PodsReadyTimeout"),
+        (at(3, 130), "WorkloadStatus", "QuotaReleased"),
+    ]
+    # A marker after each change, and one for each deadline: at(1, 60), at(2, 70), at(2, 130).
+    woken = [at(1, 60), at(2, 70), at(2, 130)]
+    changed = [at(k, 0) for k in (1, 2, 3, 4)] + [at(k, 60) for k in (2, 3)] + [at(3, 70)]
+    changed += [at(4, 100), at(5, 100), at(3, 130), at(4, 130)]  # ok ends at 3p + 100
+    assert marker_times(events) == sorted([*woken, *changed])
+    # ok runs longer than the timeout: its pod runs, the Job integration says PodsReady and it
+    # is never evicted; big never gets PodsReady.
+    assert _pods_ready(events) == {"ok": ["True"]}
+    ok, big_record = outcome.jobs["ok"], outcome.jobs["big"]
+    assert (round(ok.start or 0, 6), round(ok.end or 0, 6), ok.restarts) == (at(3, 0), at(3, 100), 0)
+    assert (big_record.start, big_record.end, big_record.restarts) == (None, None, 2)
+
+
+@pytest.mark.parametrize("period", [1.0, 0.1])
+def test_pods_ready_run_replays_and_a_marker_in_every_period_decides_the_same(period: float, tmp_path: Path) -> None:
+    _, events, decisions = closed_loop(PODS_READY, period=period, config=WAIT_FOR_PODS_READY)
+    assert replayed(events, tmp_path, WAIT_FOR_PODS_READY) == decisions
+    # No period that got no marker would have decided anything: every deadline was woken for.
+    dense = stream_with_every_marker(events, period)
+    assert dense.count(b'"SCHEDULE"') > 5 * events.count(b'"SCHEDULE"')
+    assert without_position(replayed(dense, tmp_path, WAIT_FOR_PODS_READY)) == without_position(decisions)
+
+
+def test_pods_ready_follows_the_admission_and_running_jobs_are_not_evicted() -> None:
+    # The preemption run of the first test, under a 1 min PodsReady timeout: every job's pods run
+    # within a second of its admission, so nothing times out and the same decisions come at the
+    # same times (their conditions now include PodsReady). mid's PodsReady goes False when its
+    # quota is released and True again once it runs again.
+    outcome, events, decisions = closed_loop(KUEUE, config=WAIT_FOR_PODS_READY)
+    times = {job_id: (r.start, r.end, r.restarts) for job_id, r in outcome.jobs.items()}
+    assert times == {"low": (2.0, 102.0, 0), "mid": (3.0, 40.0, 1), "high": (8.0, 28.0, 0)}
+    assert _pods_ready(events) == {"low": ["True"], "mid": ["True", "False", "True"], "high": ["True"]}
+    _, plain_events, plain = closed_loop(KUEUE)
+    assert _decided_at(events, decisions) == _decided_at(plain_events, plain)
+
+
+def test_without_wait_for_pods_ready_nothing_is_woken() -> None:
+    # No deadline: markers only after changes, big holds its quota for ever, no PodsReady.
+    outcome, events, decisions = closed_loop(PODS_READY)
+    assert marker_times(events) == [1, 2, 3, 4, 104, 105]
+    assert b'"Evict"' not in decisions and b"PodsReady" not in events
+    assert outcome.jobs["big"].restarts == 0
 
 
 def test_derived_quota_shares_the_nodes_among_the_queues() -> None:
