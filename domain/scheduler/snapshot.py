@@ -153,6 +153,13 @@ class Snapshot:
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
+    _node_list: list[NodeInfo] | None = None
+
+    def node_list(self) -> list[NodeInfo]:
+        """The nodes, in snapshot order, as one list made once per session (never change it)."""
+        if self._node_list is None:
+            self._node_list = list(self.nodes.values())
+        return self._node_list
 
     def waiting_jobs(self) -> list[JobInfo]:
         """The jobs with a pending or pipelined task at the start of the session, in job order."""
@@ -414,7 +421,8 @@ def _renew(state: ClusterState, config: SchedulerConfig, memo: Memo, table: JobT
     # their place when they are last in order (a trace's new pods mostly are).
     tail = [key for _, key in table.order[len(table.order) - len(added) :]]
     if moved or tail != added:
-        table.templates = {key: table.templates[key] for _, key in table.order}
+        keys = [key for _, key in table.order]
+        table.templates = dict(zip(keys, map(table.templates.__getitem__, keys), strict=True))
 
 
 def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: set[ObjectKey]) -> JobTable:

@@ -93,6 +93,6 @@ def _place_sub(
 def _nodes(session: Session, job: JobInfo, domain: Domain | None) -> tuple[Sequence[NodeInfo], str]:
     """The nodes of the gang's domain and their key, or every node."""
     if domain is None:
-        return list(session.snapshot.nodes.values()), ""
+        return session.snapshot.node_list(), ""
     where = placement.where_of(job.topology, domain)
     return session.snapshot.domain_nodes[where], where

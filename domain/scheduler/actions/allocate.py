@@ -81,7 +81,7 @@ def _place(session: Session, job: JobInfo, held: Statement) -> None:
             _keep_waiting(session, held)
             return
     if attempt is None:
-        nodes = list(session.snapshot.nodes.values())
+        nodes = session.snapshot.node_list()
         attempt = placement.place(session, job, [t for t in job.pending() if not t.is_best_effort], nodes)
     # 4. Commit when the gang is ready; otherwise undo every placement and say why.
     not_ready = session.job_ready(job)

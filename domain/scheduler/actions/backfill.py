@@ -29,7 +29,7 @@ def execute(session: Session) -> None:
             tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in waiting)
     # 2. In queue, job, then task order.
     tasks.sort(key=lambda item: (item[0], item[1], session.task_key(item[2])))
-    nodes = list(snapshot.nodes.values())
+    nodes = snapshot.node_list()
     for _, _, task in tasks:
         job = snapshot.jobs[task.job]
         # 3. Predicates and node order; a failure is recorded and the loop continues (S5).
