@@ -34,7 +34,7 @@ def starving(session: Session) -> list[JobInfo]:
             continue
         if _has_minimum(job):
             continue  # as upstream's gang: only a gang below its minMember starves, not its extra members
-        if any(not t.is_best_effort for t in job.pending()) and session.job_valid(job) is None:
+        if any(not t.best_effort for t in job.pending()) and session.job_valid(job) is None:
             out.append(job)
     return sorted(out, key=lambda j: (session.queue_key(session.snapshot.queues[j.queue]), session.job_key(j)))
 
@@ -102,7 +102,7 @@ def evict_for(session: Session, job: JobInfo, candidates: list[TaskInfo], victim
     for task in sorted(job.pending(), key=session.task_key):
         if _has_minimum(job):
             break  # evict for the gang's minimum, never for the members beyond it
-        if task.is_best_effort or not can_preempt(task):
+        if task.best_effort or not can_preempt(task):
             continue
         for node in session.snapshot.nodes.values():
             # The plugins judge each node's candidates on their own, as upstream asks them per node:

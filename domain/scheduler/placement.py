@@ -46,7 +46,7 @@ def place(session: Session, job: JobInfo, tasks: list[TaskInfo], nodes: Sequence
     attempt = Attempt(Statement(session))
     queue = session.snapshot.queues[job.queue]
     hopeless: dict[tuple[object, ...], FitSummary] = {}
-    for task in sorted(tasks, key=session.task_key):
+    for task in sorted(tasks, key=session.task_key) if len(tasks) > 1 else tasks:
         refused = session.allocatable(queue, task)
         if refused is not None:
             attempt.refused = refused
@@ -65,14 +65,17 @@ def place(session: Session, job: JobInfo, tasks: list[TaskInfo], nodes: Sequence
 
 
 def _shape(task: TaskInfo) -> tuple[object, ...]:
-    """What predicates look at: requests, selector, affinity, tolerations."""
-    spec = task.pod.spec
-    return (
-        tuple(sorted(task.request.items())),
-        tuple(sorted(spec.node_selector.items())),
-        repr(spec.affinity),
-        repr(spec.tolerations),
-    )
+    """What predicates look at: requests, selector, affinity, tolerations (made once per task:
+    a task's pod and request never change)."""
+    if task.shape is None:
+        spec = task.pod.spec
+        task.shape = (
+            tuple(sorted(task.request.items())),
+            tuple(sorted(spec.node_selector.items())),
+            repr(spec.affinity),
+            repr(spec.tolerations),
+        )
+    return task.shape
 
 
 def _leftover(session: Session, where: str) -> float:

@@ -72,11 +72,11 @@ class TaskInfo:
     node: str = ""
     priority: int = 0
     role: str = ""  # Volcano Job task name, for minTaskMember
+    best_effort: bool = field(init=False)  # no requests beyond the pod slot itself: only backfill places these
+    shape: tuple[object, ...] | None = field(default=None, init=False)  # ``placement.shape``, once known
 
-    @property
-    def is_best_effort(self) -> bool:
-        """No requests beyond the pod slot itself: only backfill places these."""
-        return not any(amount for name, amount in self.request.items() if name != quantity.PODS)
+    def __post_init__(self) -> None:
+        self.best_effort = not any(amount for name, amount in self.request.items() if name != quantity.PODS)
 
 
 @dataclass(slots=True, eq=False)

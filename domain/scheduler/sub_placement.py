@@ -25,7 +25,7 @@ def _placed(sub: SubGroup) -> int:
 
 
 def _waiting(tasks: list[TaskInfo]) -> list[TaskInfo]:
-    return [t for t in tasks if t.status is TaskStatus.PENDING and not t.is_best_effort]
+    return [t for t in tasks if t.status is TaskStatus.PENDING and not t.best_effort]
 
 
 def place(session: Session, job: JobInfo) -> tuple[Attempt | None, list[Verdict]]:

@@ -26,7 +26,7 @@ def execute(session: Session) -> None:
     held = {t.job for t in session.snapshot.pipelined}
     waiting: list[JobInfo] = []
     for job in session.snapshot.waiting_jobs():
-        if job.terminating or (job.key not in held and not any(not t.is_best_effort for t in job.pending())):
+        if job.terminating or (job.key not in held and not any(not t.best_effort for t in job.pending())):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_pending:
             continue
@@ -82,7 +82,7 @@ def _place(session: Session, job: JobInfo, held: Statement) -> None:
             return
     if attempt is None:
         nodes = session.snapshot.node_list()
-        attempt = placement.place(session, job, [t for t in job.pending() if not t.is_best_effort], nodes)
+        attempt = placement.place(session, job, [t for t in job.pending() if not t.best_effort], nodes)
     # 4. Commit when the gang is ready; otherwise undo every placement and say why.
     not_ready = session.job_ready(job)
     if not_ready is None:

@@ -19,7 +19,7 @@ NAME = "gang"
 def _role_minimums(job: JobInfo) -> list[tuple[str, int]]:
     """Each role's minTaskMember, by role; none when minMember is below their sum: then, as
     upstream's CheckTaskValid and CheckTaskReady, only the gang's own minimum counts."""
-    if job.min_member < sum(job.min_task_member.values()):
+    if not job.min_task_member or job.min_member < sum(job.min_task_member.values()):
         return []
     return sorted(job.min_task_member.items())
 
@@ -29,8 +29,9 @@ def _valid(job: JobInfo) -> Verdict | None:
     if valid < job.min_member:
         message = f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}"
         return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)
-    roles = Counter(t.role for t in job.tasks if t.status is not TaskStatus.FAILED)
-    for role, minimum in _role_minimums(job):
+    minimums = _role_minimums(job)
+    roles = Counter(t.role for t in job.tasks if t.status is not TaskStatus.FAILED) if minimums else Counter()
+    for role, minimum in minimums:
         if roles[role] < minimum:
             message = f"Not enough valid pods of task {role}, valid: {roles[role]}, min: {minimum}"
             return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)
@@ -39,6 +40,8 @@ def _valid(job: JobInfo) -> Verdict | None:
 
 def _sub_groups(job: JobInfo, counts: Callable[[TaskInfo], bool], reason: Reason, what: str) -> Verdict | None:
     """Fewer than minSubGroups sub-gangs of a policy with subGroupSize members that ``counts``."""
+    if not job.min_sub_groups:
+        return None
     for policy, minimum in sorted(job.min_sub_groups.items()):
         whole = sum(1 for s in job.subgroups if s.policy == policy and sum(map(counts, s.tasks)) >= s.size)
         if whole < minimum:
@@ -49,11 +52,12 @@ def _sub_groups(job: JobInfo, counts: Callable[[TaskInfo], bool], reason: Reason
 
 def _ready(job: JobInfo) -> Verdict | None:
     # Pending best-effort members count: backfill places them into any idle slot (Volcano's IsReady).
-    ready = sum(1 for t in job.tasks if t.status in PLACED or (t.status is TaskStatus.PENDING and t.is_best_effort))
+    ready = sum(1 for t in job.tasks if t.status in PLACED or (t.status is TaskStatus.PENDING and t.best_effort))
     if ready < job.min_member:
         return Verdict(Reason.NOT_ENOUGH_RESOURCES, f"{ready}/{job.min_member} members placed", NAME)
-    placed = Counter(t.role for t in job.tasks if t.status in PLACED)
-    for role, minimum in _role_minimums(job):
+    minimums = _role_minimums(job)
+    placed = Counter(t.role for t in job.tasks if t.status in PLACED) if minimums else Counter()
+    for role, minimum in minimums:
         if placed[role] < minimum:
             return Verdict(Reason.NOT_ENOUGH_RESOURCES, f"{placed[role]}/{minimum} pods of task {role} placed", NAME)
     return _sub_groups(job, lambda t: t.status in PLACED, Reason.NOT_ENOUGH_RESOURCES, "placed")

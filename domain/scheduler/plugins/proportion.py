@@ -46,14 +46,19 @@ def build(options: Mapping[str, object]) -> Plugin:
         ledger = Ledger(snapshot, roll_up=False)
         real = real_capabilities(snapshot)
         deserved = deserved_shares(snapshot, real)
+        # A share of the whole cluster is no limit: then the nodes say why a task does not fit.
+        limits = {
+            name: {n: a for n, a in shares.items() if a < snapshot.total.get(n, 0)} for name, shares in deserved.items()
+        }
 
         def order(queue: QueueInfo) -> Key:
             return priority(queue), share(ledger.used[queue.name], deserved.get(queue.name, {}))
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> Verdict | None:
+            limit = limits.get(queue.name)
+            if not limit:
+                return None
             future = quantity.sum_lists([ledger.used[queue.name], task.request])
-            # A share of the whole cluster is no limit: then the nodes say why a task does not fit.
-            limit = {n: a for n, a in deserved.get(queue.name, {}).items() if a < snapshot.total.get(n, 0)}
             short = over(future, limit, requested(task))
             if not short:
                 return None
