@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.inputs import read_records
@@ -21,7 +22,14 @@ from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome, Timeline
 from services.traces.dlrm import NODE_SHAPES, ROLE_LABEL, sized_nodes
 from services.traces.model import Job, Trace
-from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL, stream_with_every_marker, without_position
+from tests.sim_traces import (
+    PREEMPTION,
+    PREEMPTION_CONFIG,
+    SMALL,
+    THREE_NODES,
+    stream_with_every_marker,
+    without_position,
+)
 
 
 def closed_loop(trace: Trace, config: SchedulerConfig | None = None) -> tuple[Outcome, bytes, bytes]:
@@ -175,3 +183,25 @@ def test_dlrm_nodes_are_sized_for_each_roles_peak() -> None:
     assert [node.name for node in nodes] == ["dlrm-hn-0000", "dlrm-hn-0001", "dlrm-cn-0000", "dlrm-cn-0001"]
     assert nodes[0].allocatable == NODE_SHAPES["HN"]
     assert nodes[-1].labels == {ROLE_LABEL: "CN"}
+
+
+def test_the_binpack_example_policy_keeps_a_node_whole_where_the_default_spreads() -> None:
+    # Two 4-cpu nodes; a and b (2 cpu, 100 s) arrive at 0, big (4 cpu, 10 s) at 10. The default
+    # tiers' nodeorder spreads a and b over both nodes, so big waits for a to end at 101; with
+    # examples/policies/binpack.yaml they share a node and big starts at the next marker.
+    two_cpu = {"cpu": "2", "memory": "1Gi"}
+    trace = Trace(
+        (
+            Job("a", 0, 100, requests=two_cpu),
+            Job("b", 0, 100, requests=two_cpu),
+            Job("big", 10, 10, requests={"cpu": "4", "memory": "1Gi"}),
+        ),
+        THREE_NODES[:2],
+    )
+    spread = closed_loop(trace)[0]
+    assert times(spread)["big"] == (102, 112)
+    assert spread.pending_reasons == {"NotEnoughResources": 1}
+    policy = yaml.safe_load((Path(__file__).parents[2] / "examples" / "policies" / "binpack.yaml").read_text())
+    packed = closed_loop(trace, from_mapping(policy))[0]
+    assert times(packed) == {"a": (1, 101), "b": (1, 101), "big": (11, 21)}
+    assert packed.pending_reasons == {}
