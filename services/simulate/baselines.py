@@ -35,10 +35,20 @@ def _fits(free: ResourceList, request: ResourceList) -> bool:
     return all(free.get(name, 0) >= amount for name, amount in request.items())
 
 
+def _affinity(job: Job) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(sorted((key, tuple(values)) for key, values in job.node_affinity.items()))
+
+
+def _copies(room: ResourceList, request: ResourceList) -> int:
+    """How many tasks of ``request`` fit in ``room``."""
+    return min((room.get(name, 0) // amount for name, amount in request.items() if amount > 0), default=1 << 30)
+
+
 @dataclass
 class _Cluster:
     labels: list[dict[str, str]]
     free: list[ResourceList]
+    _allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, nodes: tuple[Node, ...]) -> _Cluster:
@@ -47,15 +57,28 @@ class _Cluster:
         ]
         return cls([dict(node.labels) for node in nodes], free)
 
+    def allowed(self, job: Job) -> list[int]:
+        """The indices of the nodes the job's node affinity allows, in node order (made once per affinity)."""
+        key = _affinity(job)
+        nodes = self._allowed.get(key)
+        if nodes is None:
+            nodes = self._allowed[key] = [
+                index
+                for index, labels in enumerate(self.labels)
+                if all(labels.get(k) in values for k, values in job.node_affinity.items())
+            ]
+        return nodes
+
     def place(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
         """First fit for every task on ``free`` (default: now), taken from it; None (and nothing
         taken) when a task does not fit."""
         free = self.free if free is None else free
+        allowed = self.allowed(job)
         placement: Placement = []
         for _ in range(job.tasks):
-            for index, room in enumerate(free):
-                allowed = all(self.labels[index].get(k) in values for k, values in job.node_affinity.items())
-                if allowed and _fits(room, request):
+            for index in allowed:
+                room = free[index]
+                if _fits(room, request):
                     add(room, {name: -amount for name, amount in request.items()})
                     placement.append(index)
                     break
@@ -119,15 +142,24 @@ class _Baseline:
         self.outcome.jobs[job_id].end = now
 
     def shadow(self, head: Job) -> tuple[float, list[ResourceList]] | None:
-        """When the head fits if running jobs end as the trace says, and the room left then."""
+        """When the head fits if running jobs end as the trace says, and the room left then.
+
+        The head's tasks are alike, so first fit places them all exactly when the allowed nodes
+        hold that many copies of its request in all: that count is kept as the running jobs'
+        ends give their nodes back, one job at a time in end order."""
         free = [dict(room) for room in self.cluster.free]
         ending = sorted((run for run in self.running.values() if run.end is not None), key=lambda r: r.end or 0.0)
         request = self.requests[head.id]
+        allowed = set(self.cluster.allowed(head))
+        copies = {index: _copies(free[index], request) for index in allowed}
+        total = sum(copies.values())
         for run in ending:
             self.cluster.release(run.placement, self.requests[run.job.id], free)
-            placement = self.cluster.place(head, request, free)
-            if placement is not None:
-                self.cluster.release(placement, request, free)
+            for index in set(run.placement) & allowed:
+                now = _copies(free[index], request)
+                total += now - copies[index]
+                copies[index] = now
+            if total >= head.tasks:
                 assert run.end is not None
                 return run.end, free
         return None
@@ -148,10 +180,16 @@ class _Baseline:
         head = self.waiting[0]
         head_request = self.requests[head.id]
         reservation = self.shadow(head)
+        # Room only shrinks while jobs are backfilled: a job like one that did not fit does not either.
+        hopeless: set[tuple[object, ...]] = set()
         for job in list(self.waiting[1:]):
             request = self.requests[job.id]
+            like = (job.tasks, tuple(request.items()), _affinity(job))
+            if like in hopeless:
+                continue
             placement = self.cluster.place(job, request)
             if placement is None:
+                hopeless.add(like)
                 continue
             if reservation is not None and (job.duration is None or now + job.duration > reservation[0]):
                 later = reservation[1]  # the room at the shadow time, with this job still on its nodes
