@@ -285,9 +285,8 @@ class JobTable:
     pipelining: set[ObjectKey] = field(default_factory=set)  # jobs with a pipelined task
     waiting: set[ObjectKey] = field(default_factory=set)  # jobs with a pending or pipelined task
     reserving: set[ObjectKey] = field(default_factory=set)  # Inqueue jobs with minResources
-    sums: dict[ObjectKey, tuple[str, ResourceList, ResourceList]] = field(
-        default_factory=dict
-    )  # job -> (queue, held, asked)
+    # job -> (its queue, what it adds to ``held`` and to ``asked`` there)
+    sums: dict[ObjectKey, tuple[str, ResourceList, ResourceList]] = field(default_factory=dict)
     held: dict[str, ResourceList] = field(default_factory=dict)  # queue -> its jobs' holding tasks' requests
     asked: dict[str, ResourceList] = field(default_factory=dict)  # queue -> their pending and pipelined ones'
     spoiled: set[ObjectKey] = field(default_factory=set)  # jobs the last session changed
