@@ -45,10 +45,35 @@ def _copies(room: ResourceList, request: ResourceList) -> int:
 
 
 @dataclass
+class _Tally:
+    """How many tasks of one job's ``request`` each node it may use can take, and in all: its
+    tasks are alike, so first fit places them all exactly when ``total`` reaches their number."""
+
+    job: str
+    request: ResourceList
+    copies: dict[int, int]
+    total: int
+
+    @classmethod
+    def of(cls, job: str, request: ResourceList, free: list[ResourceList], allowed: list[int]) -> _Tally:
+        copies = {index: _copies(free[index], request) for index in allowed}
+        return cls(job, request, copies, sum(copies.values()))
+
+    def update(self, free: list[ResourceList], indices: Placement) -> None:
+        """The rooms of ``indices`` in ``free`` changed."""
+        for index in indices:
+            old = self.copies.get(index)
+            if old is not None:
+                new = self.copies[index] = _copies(free[index], self.request)
+                self.total += new - old
+
+
+@dataclass
 class _Cluster:
     labels: list[dict[str, str]]
     free: list[ResourceList]
     _allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[int]] = field(default_factory=dict)
+    head: _Tally | None = None  # the queue head's tally on ``free``, kept as its rooms change
 
     @classmethod
     def of(cls, nodes: tuple[Node, ...]) -> _Cluster:
@@ -85,12 +110,27 @@ class _Cluster:
             else:
                 self.release(placement, request, free)
                 return None
+        if free is self.free and self.head is not None:
+            self.head.update(free, placement)
         return placement
 
     def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
         rooms = self.free if free is None else free
         for index in placement:
             add(rooms[index], request)
+        if rooms is self.free and self.head is not None:
+            self.head.update(rooms, placement)
+
+    def head_tally(self, job: Job, request: ResourceList) -> _Tally:
+        """The tally of ``job`` (the queue's head, which did not fit) on the room now, kept from
+        then on as the rooms change."""
+        if self.head is None or self.head.job != job.id:
+            self.head = _Tally.of(job.id, request, self.free, self.allowed(job))
+        return self.head
+
+    def head_waits(self, job: Job) -> bool:
+        """Whether ``job`` is the head a tally says does not fit (False: not known, try it)."""
+        return self.head is not None and self.head.job == job.id and self.head.total < job.tasks
 
 
 @dataclass
@@ -149,17 +189,12 @@ class _Baseline:
         ends give their nodes back, one job at a time in end order."""
         free = [dict(room) for room in self.cluster.free]
         ending = sorted((run for run in self.running.values() if run.end is not None), key=lambda r: r.end or 0.0)
-        request = self.requests[head.id]
-        allowed = set(self.cluster.allowed(head))
-        copies = {index: _copies(free[index], request) for index in allowed}
-        total = sum(copies.values())
+        now = self.cluster.head_tally(head, self.requests[head.id])
+        tally = _Tally(head.id, now.request, dict(now.copies), now.total)
         for run in ending:
             self.cluster.release(run.placement, self.requests[run.job.id], free)
-            for index in set(run.placement) & allowed:
-                now = _copies(free[index], request)
-                total += now - copies[index]
-                copies[index] = now
-            if total >= head.tasks:
+            tally.update(free, run.placement)
+            if tally.total >= head.tasks:
                 assert run.end is not None
                 return run.end, free
         return None
@@ -168,8 +203,12 @@ class _Baseline:
         """Start what the policy allows at ``now``."""
         while self.waiting:
             head = self.waiting[0]
-            placement = self.cluster.place(head, self.requests[head.id])
+            request = self.requests[head.id]
+            if self.cluster.head_waits(head):
+                break  # its tally says first fit would not place it all
+            placement = self.cluster.place(head, request)
             if placement is None:
+                self.cluster.head_tally(head, request)
                 break
             self.waiting.pop(0)
             self.start(head, placement, now)
@@ -178,29 +217,44 @@ class _Baseline:
 
     def backfill(self, now: float) -> None:
         head = self.waiting[0]
-        head_request = self.requests[head.id]
         reservation = self.shadow(head)
-        # Room only shrinks while jobs are backfilled: a job like one that did not fit does not either.
-        hopeless: set[tuple[object, ...]] = set()
+        later_head: _Tally | None = None  # the head's tally on the room at the shadow time
+        # Room only shrinks while jobs are backfilled: a job that asks for at least what one that
+        # did not fit asked (as many tasks, each as large, on the same nodes) does not fit either,
+        # nor one asking for more of a resource than any node it may use had at the start.
+        failed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[tuple[int, ResourceList]]] = {}
+        most: dict[tuple[tuple[str, tuple[str, ...]], ...], ResourceList] = {}  # affinity -> most free per resource
         for job in list(self.waiting[1:]):
             request = self.requests[job.id]
-            like = (job.tasks, tuple(request.items()), _affinity(job))
-            if like in hopeless:
+            affinity = _affinity(job)
+            smaller = failed.setdefault(affinity, [])
+            if any(job.tasks >= tasks and _fits(request, less) for tasks, less in smaller):
+                continue
+            bound = most.get(affinity)
+            if bound is None:
+                bound = most[affinity] = {}
+                for index in self.cluster.allowed(job):
+                    for name, amount in self.cluster.free[index].items():
+                        if amount > bound.get(name, 0):
+                            bound[name] = amount
+            if any(amount > bound.get(name, 0) for name, amount in request.items()):
                 continue
             placement = self.cluster.place(job, request)
             if placement is None:
-                hopeless.add(like)
+                smaller.append((job.tasks, request))
                 continue
             if reservation is not None and (job.duration is None or now + job.duration > reservation[0]):
                 later = reservation[1]  # the room at the shadow time, with this job still on its nodes
+                if later_head is None:
+                    later_head = _Tally.of(head.id, self.requests[head.id], later, self.cluster.allowed(head))
                 for index in placement:
                     add(later[index], {name: -amount for name, amount in request.items()})
-                room_for_head = self.cluster.place(head, head_request, later)
-                if room_for_head is None:
+                later_head.update(later, placement)
+                if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     self.cluster.release(placement, request, later)
+                    later_head.update(later, placement)
                     self.cluster.release(placement, request)
                     continue
-                self.cluster.release(room_for_head, head_request, later)
             self.waiting.remove(job)
             self.start(job, placement, now)
 
