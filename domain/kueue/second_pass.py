@@ -40,6 +40,7 @@ from domain.lifecycle.status import MachineStatus
 from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts, topology_pending
 from domain.objects.kueue import PodSet
 from domain.objects.meta import ObjectKey
+from domain.quantity import ResourceList
 
 MAX_BACKOFF_SECONDS = 30
 DELAYED = "PendingDelayedTopologyRequests"
@@ -82,12 +83,18 @@ def _back_off(snap: KueueSnapshot, info: WorkloadInfo, status: MachineStatus) ->
     snap.state.decide_second_pass_backoff(info.obj, failures, snap.clock + delay)
 
 
+def _pod_sets(info: WorkloadInfo) -> tuple[dict[str, Any], dict[str, PodSet], dict[str, ResourceList]]:
+    """The workload's admission (a copy to build the new one from), its podSets by name, and
+    each podSet's per-pod request."""
+    admission = dict(info.view.admission or {})
+    specs = {p.name: p for p in info.obj.spec.pod_sets}
+    return admission, specs, {p.name: p.per_pod for p in info.pod_sets}
+
+
 def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool:
     """Every check is Ready: place the delayed podSets and admit, in one write; False when they
     do not fit yet: the workload keeps its quota and its status says why."""
-    admission = dict(info.view.admission or {})
-    specs = {p.name: p for p in info.obj.spec.pod_sets}
-    requests = {p.name: p.per_pod for p in info.pod_sets}
+    admission, specs, requests = _pod_sets(info)
     assignments: list[dict[str, Any]] = []
     placements: list[tuple[topology.Placement, str]] = []
     for psa in admission.get("podSetAssignments", ()):
@@ -118,9 +125,7 @@ def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool
 def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: frozenset[str], fail_fast: bool) -> bool:
     """Re-place the pods of the failed node, in one write; False when they do not fit and
     fail-fast is off (the workload runs on, short of those pods, and backs off)."""
-    admission = dict(info.view.admission or {})
-    specs = {p.name: p for p in info.obj.spec.pod_sets}
-    requests = {p.name: p.per_pod for p in info.pod_sets}
+    admission, specs, requests = _pod_sets(info)
     replaced: list[dict[str, Any]] = []
     placements: list[tuple[topology.Placement, str]] = []
     for psa in admission.get("podSetAssignments", ()):

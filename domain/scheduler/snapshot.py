@@ -389,7 +389,7 @@ def _renew(state: ClusterState, config: SchedulerConfig, memo: Memo, table: JobT
     """Build the ``dirty`` jobs again from their pods, each into its place in job order."""
     built: dict[ObjectKey, JobInfo] = {}
     before: dict[ObjectKey, ObjectKey] = {}  # job -> its first pod's key, for the jobs the table had
-    for key in sorted(dirty):
+    for key in dirty:  # any order: the built jobs are put in job order below
         first = _forget(table, key)
         if first is not None:
             before[key] = first

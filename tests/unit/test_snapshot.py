@@ -31,6 +31,18 @@ def _through_json(data: dict[str, Any]) -> dict[str, Any]:
     return loaded
 
 
+def _resumes_at_every_cut(config: SchedulerConfig, lines: list[str], want: list[Decision]) -> None:
+    """Cut the stream (with markers) at every line: the head's snapshot, restored into a new
+    engine that takes the tail, decides ``want`` in all."""
+    for cut in range(len(lines) + 1):
+        head = Engine(config, on_markers=lambda _: True)
+        got = _feed(head, lines[:cut])
+        resumed = Engine(config, on_markers=lambda _: True)
+        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        got += _feed(resumed, lines[cut:])
+        assert got == want, cut
+
+
 def _cascade_stream() -> list[str]:
     cascade = streams.CASCADES[0]
     return [*streams._setup(cascade), streams._job_terminating(), *streams._with_markers(streams._deletions(cascade))]
@@ -92,13 +104,7 @@ def test_a_cut_while_a_preemptor_waits_for_its_victim_resumes_exactly() -> None:
         (5, "PodGroupStatus", "high", "WaitingForPreemption"),
     ]
     assert (8, "Bind", "high-0", "Scheduled") in kinds
-    for cut in range(len(lines) + 1):
-        head = Engine(config, on_markers=lambda _: True)
-        got = _feed(head, lines[:cut])
-        resumed = Engine(config, on_markers=lambda _: True)
-        snapshot.restore(resumed, _through_json(snapshot.take(head)))
-        got += _feed(resumed, lines[cut:])
-        assert got == want, cut
+    _resumes_at_every_cut(config, lines, want)
 
 
 def test_a_cut_while_a_second_pass_backs_off_resumes_exactly() -> None:
@@ -108,13 +114,7 @@ def test_a_cut_while_a_second_pass_backs_off_resumes_exactly() -> None:
     lines = (scenario / "events.jsonl").read_text().splitlines()
     want = _feed(Engine(SchedulerConfig(), on_markers=lambda _: True), lines)
     assert [(d.seq, d.reason) for d in want][-1] == (18, "NodeReplaced")
-    for cut in range(len(lines) + 1):
-        head = Engine(SchedulerConfig(), on_markers=lambda _: True)
-        got = _feed(head, lines[:cut])
-        resumed = Engine(SchedulerConfig(), on_markers=lambda _: True)
-        snapshot.restore(resumed, _through_json(snapshot.take(head)))
-        got += _feed(resumed, lines[cut:])
-        assert got == want, cut
+    _resumes_at_every_cut(SchedulerConfig(), lines, want)
 
 
 def test_a_snapshot_round_trips() -> None:
@@ -169,10 +169,4 @@ def test_a_cut_while_local_queues_carry_admission_fair_sharing_usage_resumes_exa
         (12, "b-2"),
         (15, "a-1"),
     ]
-    for cut in range(len(lines) + 1):
-        head = Engine(config, on_markers=lambda _: True)
-        got = _feed(head, lines[:cut])
-        resumed = Engine(config, on_markers=lambda _: True)
-        snapshot.restore(resumed, _through_json(snapshot.take(head)))
-        got += _feed(resumed, lines[cut:])
-        assert got == want, cut
+    _resumes_at_every_cut(config, lines, want)
