@@ -125,6 +125,13 @@ def _check_identifier(value: str, field: str, limit: int) -> None:
 
 def parse_event(line: bytes | str | None) -> Inbound:
     """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
+    try:
+        return _parse(line)
+    except RecursionError:  # JSON nested ~1,000 deep: no Kubernetes object is
+        raise InvalidEvent("invalid event: JSON nested too deeply") from None
+
+
+def _parse(line: bytes | str | None) -> Inbound:
     envelope = _decode_envelope(line)
     if not envelope.cluster:
         raise InvalidEvent("invalid event: `cluster` is empty - at `$.cluster`")

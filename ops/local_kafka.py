@@ -307,6 +307,9 @@ def _server_properties(port: int, controller_port: int, data: Path) -> str:
             "transaction.state.log.replication.factor=1",
             "transaction.state.log.min.isr=1",
             "group.initial.rebalance.delay.ms=0",
+            # Room for a 1.5 MB Kubernetes object (services/stream/topics.py: MESSAGE_LIMIT).
+            "message.max.bytes=2097152",
+            "replica.fetch.max.bytes=4194304",
             "",
         ]
     )
