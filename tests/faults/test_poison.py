@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from domain import engine as engine_module
 from domain.engine import Engine
-from domain.events import InvalidEvent, ScheduleMarker, WatchEvent, parse_event
+from domain.events import InvalidEvent, ScheduleMarker, WatchEvent, parse_event, peek_cluster
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 from services.pipeline import CLOCK_STREAM, REJECT_VALUE_LIMIT, Pipeline, Record, Reject, normalise
@@ -261,3 +261,9 @@ def _parse_or_none(line: bytes) -> Any:
         return parse_event(line)
     except InvalidEvent:
         return None
+
+
+@pytest.mark.parametrize(("name", "line"), NASTY, ids=[name for name, _ in NASTY])
+def test_produce_can_key_every_nasty_line(name: str, line: bytes) -> None:
+    peeked = peek_cluster(normalise(line))
+    assert peeked is None or peeked[0] == "c1"
