@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: deps setup run test lint bench kafka-jars clean
+.PHONY: deps setup run test lint bench faults kafka-jars clean
 
 # Debian packages a fresh machine may lack (Java, Maven, python3-venv, PostgreSQL); a no-op otherwise.
 deps:
@@ -35,6 +35,11 @@ lint: setup
 
 test: setup kafka-jars lint
 	$(PY) -m pytest
+
+# The full fault suite (tests/faults/suite.py): 100k+ events, 20 worker kills, broker and
+# PostgreSQL outages, each compared with replay; prints the table of docs/faults.md. SEED=N repeats a run.
+faults: setup kafka-jars
+	$(PY) -m tests.faults.suite --full $(if $(SEED),--seed $(SEED))
 
 bench: setup
 	$(PY) -m bench.run

@@ -22,6 +22,7 @@ class Processed:
     cluster: str
     seq: int
     decisions: list[Decision]
+    cycle_failure: str = ""  # why the cycle this event triggered raised (it was skipped), or ""
 
 
 class Engine:
@@ -44,13 +45,22 @@ class Engine:
         return state
 
     def handle(self, event: Inbound) -> Processed:
+        """Fold ``event`` and run the cycle it triggers. An exception of the fold propagates (the
+        caller rebuilds the cluster without the event); one of the cycle is caught and the cycle
+        skipped, so a single object can never stop the cluster's stream: the same input fails
+        the same way in the worker, in replay and in a restore, so they stay equal."""
         state = self.state(event.cluster)
         seq = state.next_seq
         state.next_seq += 1
         state.apply(event, seq=seq)
-        if isinstance(event, ScheduleMarker) or not state.on_markers:
+        if not isinstance(event, ScheduleMarker) and state.on_markers:
+            return Processed(event.cluster, seq, [])
+        try:
             return Processed(event.cluster, seq, run_cycle(state, self.config, seq=seq))
-        return Processed(event.cluster, seq, [])
+        except MemoryError:
+            raise  # the machine, not the input
+        except Exception as exc:  # whatever one object makes the cycle raise
+            return Processed(event.cluster, seq, [], cycle_failure=f"{type(exc).__name__}: {exc}")
 
     def next_deadline(self, cluster: str) -> datetime | None:
         """The earliest scheduler-clock instant after the cluster's clock at which a cycle would

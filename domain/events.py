@@ -26,6 +26,7 @@ NAMESPACE_LIMIT = 63
 UID_LIMIT = 64
 KIND_LIMIT = 63
 API_VERSION_LIMIT = 128
+NESTED_TOO_DEEPLY = "invalid event: JSON nested too deeply"
 
 
 class EventType(StrEnum):
@@ -113,6 +114,8 @@ def _decode_envelope(line: bytes | str | None) -> _Envelope:
         raise InvalidEvent(f"invalid event: {exc}") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise InvalidEvent(f"not JSON: {exc}") from None
+    except RecursionError:  # JSON nested ~1,000 deep: no Kubernetes object is
+        raise InvalidEvent(NESTED_TOO_DEEPLY) from None
 
 
 def _check_identifier(value: str, field: str, limit: int) -> None:
@@ -125,6 +128,13 @@ def _check_identifier(value: str, field: str, limit: int) -> None:
 
 def parse_event(line: bytes | str | None) -> Inbound:
     """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
+    try:
+        return _parse(line)
+    except RecursionError:  # nested deep inside the object, met while converting it
+        raise InvalidEvent(NESTED_TOO_DEEPLY) from None
+
+
+def _parse(line: bytes | str | None) -> Inbound:
     envelope = _decode_envelope(line)
     if not envelope.cluster:
         raise InvalidEvent("invalid event: `cluster` is empty - at `$.cluster`")

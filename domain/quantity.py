@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal, localcontext
 from functools import lru_cache
 
 from kubernetes.utils.quantity import parse_quantity as _k8s_parse_quantity
@@ -21,6 +21,10 @@ MEMORY = "memory"
 PODS = "pods"
 MILLI = 1000
 _EXACT_DIGITS = 100
+# Guards against lines built to hurt: no real quantity is this long or this large (a 2 MB digit
+# string or "1E1000000000" would otherwise cost seconds or overflow Decimal).
+TEXT_LIMIT = 100
+MAGNITUDE_LIMIT = 10**40  # units; an exabyte is 10**18, "999999999999Ei" about 1.2e30
 
 ResourceList = dict[str, int]
 """Resource name -> quantity in milli-units."""
@@ -40,17 +44,21 @@ class InvalidQuantity(ValueError):
 def _parse_text(text: str) -> int:
     # Python's Decimal (and the client's suffix split) also read "1_000", " 1 " and "12 Gi",
     # which Kubernetes rejects.
+    if len(text) > TEXT_LIMIT:
+        raise InvalidQuantity(f"invalid quantity {text[:20]!r}... ({len(text)} characters, at most {TEXT_LIMIT})")
     if not text or "_" in text or any(c.isspace() for c in text):
         raise InvalidQuantity(f"invalid quantity {text!r}")
     with localcontext(prec=_EXACT_DIGITS):  # exact even for "999999999999Ei"
         try:
             value: Decimal = _k8s_parse_quantity(text)
-        except (ValueError, InvalidOperation, TypeError) as exc:
+        except (ValueError, ArithmeticError, TypeError) as exc:  # ArithmeticError: Decimal's Overflow
             raise InvalidQuantity(f"invalid quantity {text!r}") from exc
         if not value.is_finite():
             raise InvalidQuantity(f"invalid quantity {text!r}")
         if value < 0:
             raise InvalidQuantity(f"negative quantity {text!r}")
+        if value > MAGNITUDE_LIMIT:
+            raise InvalidQuantity(f"quantity {text!r} is too large (at most 1e40)")
         return math.ceil(value * MILLI)
 
 
@@ -60,6 +68,8 @@ def parse_milli(value: object) -> Quantity:
         raise InvalidQuantity(f"quantity must be a string or a number, not {type(value).__name__}")
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidQuantity(f"invalid quantity {value!r}")
+    if isinstance(value, int) and not -MAGNITUDE_LIMIT <= value <= MAGNITUDE_LIMIT:
+        raise InvalidQuantity("quantity is too large (at most 1e40)")  # repr() of a huge int is refused too
     return Quantity(_parse_text(value if isinstance(value, str) else repr(value)))
 
 

@@ -113,6 +113,7 @@ class LocalKafka:
         self.start_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._bootstrap: str | None = None
+        self._ports: tuple[int, int] | None = None  # kept for a restart by this object: clients reconnect
 
     @property
     def bootstrap(self) -> str:
@@ -195,7 +196,8 @@ class LocalKafka:
         jars = fetch_jars()
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        port, controller_port = _free_ports(2)
+        port, controller_port = self._ports or _free_ports(2)
+        self._ports = (port, controller_port)
         bootstrap = f"127.0.0.1:{port}"
         self._props.write_text(_server_properties(port, controller_port, self.workdir / "data"))
         jvm = [
@@ -307,6 +309,9 @@ def _server_properties(port: int, controller_port: int, data: Path) -> str:
             "transaction.state.log.replication.factor=1",
             "transaction.state.log.min.isr=1",
             "group.initial.rebalance.delay.ms=0",
+            # Room for a 1.5 MB Kubernetes object (services/stream/topics.py: MESSAGE_LIMIT).
+            "message.max.bytes=2097152",
+            "replica.fetch.max.bytes=4194304",
             "",
         ]
     )

@@ -97,6 +97,7 @@ class LocalPostgres:
         self.logfile = self.workdir / "postgres.log"
         self.statefile = self.workdir / "postgres.json"
         self.start_seconds: float | None = None
+        self.port: int | None = None  # kept for a restart by this object: clients reconnect to it
 
     @property
     def url(self) -> str:
@@ -297,10 +298,10 @@ class LocalPostgres:
 
     def _start_server(self, deadline: float) -> None:
         """``pg_ctl start`` on a free port; on a new one if another process took it meanwhile."""
-        for _ in range(PORT_ATTEMPTS):
+        for attempt in range(PORT_ATTEMPTS):
             settings = {
                 "listen_addresses": HOST,
-                "port": str(_free_port()),
+                "port": str(self.port if self.port and attempt == 0 else _free_port()),
                 "unix_socket_directories": str(self.sockdir),
                 "fsync": "off",
                 "synchronous_commit": "off",
@@ -327,6 +328,7 @@ class LocalPostgres:
         postmaster = self._postmaster()
         if postmaster is None:
             raise LocalPostgresError(f"pg_ctl reported a start, but no server runs from {self.workdir}")
+        self.port = postmaster[1]
         state = {"port": postmaster[1], "url": self.url, "pid": postmaster[0]}
         tmp = self.statefile.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")

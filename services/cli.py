@@ -94,7 +94,7 @@ def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float |
     """Run the streaming service on Kafka (cluster-events -> scheduler-decisions)."""
     import faust
 
-    from services.store.store import Store
+    from services.store.startup import DatabaseUnreachable, upgrade_when_reachable
     from services.stream.app import create_app
     from services.stream.topics import ensure_topics
 
@@ -103,7 +103,10 @@ def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float |
         settings = replace(settings, db_url=db_url)
     log.configure(settings.log_level, settings.log_format)
     config = load_config(config_path)
-    Store(settings.db_url).upgrade()
+    try:
+        upgrade_when_reachable(settings.db_url, settings.db_wait).close()
+    except DatabaseUnreachable as exc:
+        raise click.ClickException(str(exc)) from None
     topics = [settings.events_topic, settings.dlq_topic, settings.decisions_topic]
     _reach_kafka(settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
     asyncio.set_event_loop(asyncio.new_event_loop())
@@ -139,7 +142,7 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
         records = read_records(files)
     except OSError as exc:
         raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
-    sent = _reach_kafka(
+    produced = _reach_kafka(
         settings,
         run_produce(
             records,
@@ -148,7 +151,10 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
             partitions=settings.partitions,
         ),
     )
-    click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)
+    for reject in produced.rejects:
+        click.echo(f"{reject.position}: {reject.reason}", err=True)
+    dlq = f"; {len(produced.rejects)} too large, sent to its DLQ" if produced.rejects else ""
+    click.echo(f"produced {produced.sent} messages to {topic or settings.events_topic}{dlq}", err=True)
 
 
 @main.command()

@@ -13,6 +13,7 @@ DEFAULT_DB_URL = "sqlite:///schedstream.db"
 class Settings:
     kafka_bootstrap: str = "127.0.0.1:9092"
     db_url: str = DEFAULT_DB_URL
+    db_wait: float = 60.0  # seconds the worker retries a database that is not up yet
     events_topic: str = "cluster-events"
     decisions_topic: str = "scheduler-decisions"
     partitions: int = 4
@@ -37,6 +38,7 @@ class Settings:
         return cls(
             kafka_bootstrap=e.get("SCHEDSTREAM_KAFKA_BOOTSTRAP", d.kafka_bootstrap),
             db_url=e.get("SCHEDSTREAM_DB_URL", d.db_url),
+            db_wait=float(e.get("SCHEDSTREAM_DB_WAIT", d.db_wait)),
             events_topic=e.get("SCHEDSTREAM_EVENTS_TOPIC", d.events_topic),
             decisions_topic=e.get("SCHEDSTREAM_DECISIONS_TOPIC", d.decisions_topic),
             partitions=int(e.get("SCHEDSTREAM_PARTITIONS", d.partitions)),

@@ -8,6 +8,7 @@ are skipped, which makes at-least-once redelivery harmless.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,15 @@ CLOCK_STREAM = "stream"  # the producer of the stream writes them
 CLOCK_NONE = "none"  # no markers: a cycle after every event
 CLOCK_HEADER = "schedstream-clock"  # Kafka header set by `schedstream produce` for CLOCK_STREAM clusters
 ORIGIN_HEADER = "schedstream-origin"  # Kafka header on markers written by the worker's timer
+# Characters of a rejected line that its DLQ record (or rejects-file line) carries: the record
+# must stay far below the broker's message limit; the store keeps the whole line.
+REJECT_VALUE_LIMIT = 16_384
+
+
+def normalise(value: bytes | None) -> bytes | None:
+    """The one normalisation of an input line, for the worker, ``produce`` and ``replay`` alike:
+    trailing whitespace (a file's newline, a CR) goes, so one line gets one reject reason."""
+    return None if value is None else value.rstrip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +55,24 @@ class Record:
 class Reject:
     position: str
     reason: str
-    value: str
+    value: str  # the whole line as text (undecodable bytes replaced, NUL escaped)
+    size: int = 0  # of the line, in bytes
+    sha256: str = ""  # of the line's bytes
+
+    @classmethod
+    def of(cls, position: str, reason: str, line: bytes | None) -> Reject:
+        raw = line or b""
+        # NUL cannot be stored in PostgreSQL text: keep it visible, escaped.
+        text = raw.decode(errors="replace").replace("\x00", "\\u0000")
+        return cls(position, reason, text, len(raw), hashlib.sha256(raw).hexdigest())
 
     def to_json(self) -> bytes:
-        return msgspec.json.encode({"position": self.position, "reason": self.reason, "value": self.value})
+        """The DLQ record: a long line is cut to REJECT_VALUE_LIMIT characters and says so, with
+        its size and hash (to find it in the store's rejects table)."""
+        record: dict[str, Any] = {"position": self.position, "reason": self.reason, "value": self.value}
+        if len(self.value) > REJECT_VALUE_LIMIT:
+            record.update(value=self.value[:REJECT_VALUE_LIMIT], truncated=True, size=self.size, sha256=self.sha256)
+        return msgspec.json.encode(record)
 
 
 @dataclass
@@ -74,7 +98,7 @@ def _event_row(event: Any, cluster: str, seq: int, record: Record) -> dict[str, 
         "namespace": "",
         "name": "",
         "uid": "",
-        "payload": (record.value or b"").decode().rstrip("\r\n"),
+        "payload": (normalise(record.value) or b"").decode(),
         "topic": record.topic,
         "partition": record.partition,
         "offset": record.offset,
@@ -199,10 +223,16 @@ class Pipeline:
                 self.snapshot_seq[cluster] = row["next_seq"]
 
     def _process_one(self, record: Record, batch: Batch, result: BatchResult) -> None:
+        line = normalise(record.value)
         try:
-            event = parse_event(record.value)
+            event = parse_event(line)
         except InvalidEvent as exc:
             self._reject(record, str(exc), batch, result)
+            return
+        except MemoryError:
+            raise  # the machine, not the line
+        except Exception as exc:  # whatever one line makes the parser raise rejects it
+            self._reject(record, f"cannot parse: {type(exc).__name__}: {exc}", batch, result)
             return
         cluster = event.cluster
         if cluster in self.elsewhere:
@@ -216,7 +246,14 @@ class Pipeline:
         self.clocks.setdefault(cluster, self.default_clock)
         if record.partition is not None:
             self.partitions[cluster] = record.partition
-        processed = self.engine.handle(event)
+        try:
+            processed = self.engine.handle(event)
+        except MemoryError:
+            raise
+        except Exception as exc:  # the fold raised half-way: undo it, reject the line
+            self._rebuild(cluster, batch)
+            self._reject(record, f"cannot fold: {type(exc).__name__}: {exc}", batch, result)
+            return
         result.events += 1
         batch.events.append(_event_row(event, cluster, processed.seq, record))
         batch.clusters[cluster] = {
@@ -225,6 +262,9 @@ class Pipeline:
             "clock": self.clocks[cluster],
             "partition": self.partitions.get(cluster),
         }
+        if processed.cycle_failure:  # the event stands; the cycle it triggered was skipped
+            reason = f"scheduling cycle at seq {processed.seq} failed and was skipped: {processed.cycle_failure}"
+            self._reject(record, reason, batch, result)
         for ordinal, decision in enumerate(processed.decisions):
             payload = encode_decision(decision).decode()
             target = decision.target
@@ -241,10 +281,22 @@ class Pipeline:
                 batch.outbox.append({"topic": self.outbox_topics[0], "key": cluster, "payload": payload})
             result.decisions.append(decision)
 
+    def _rebuild(self, cluster: str, batch: Batch) -> None:
+        """The cluster's state again without the event whose fold raised half-way: from the store
+        and this batch's events before it, exactly as a restart would build it."""
+        self.engine.clusters.pop(cluster, None)
+        self.snapshot_seq.pop(cluster, None)
+        stored = self.store.clusters().get(cluster)
+        if stored is not None:
+            next_seq, clock, partition = stored
+            latest = self.store.snapshots().get(cluster)
+            self._restore_cluster(cluster, next_seq, self.clocks.get(cluster, clock), partition, latest)
+        for row in batch.events:
+            if row["cluster"] == cluster:
+                self.engine.handle(parse_event(row["payload"]))
+
     def _reject(self, record: Record, reason: str, batch: Batch, result: BatchResult) -> None:
-        # NUL cannot be stored in PostgreSQL text: keep it visible, escaped.
-        text = (record.value or b"").decode(errors="replace").rstrip("\r\n").replace("\x00", "\\u0000")
-        reject = Reject(record.position, reason, text)
+        reject = Reject.of(record.position, reason, normalise(record.value))
         result.rejects.append(reject)
         batch.rejects.append({
             "position": reject.position, "reason": reason, "payload": reject.value,

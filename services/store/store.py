@@ -108,6 +108,16 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(delete(tables.outbox).where(tables.outbox.c.id.in_(ids)))
 
+    def park_outbox(self, row_id: int, error: str) -> None:
+        """Move one outbox row the broker refused for itself to ``outbox_parked``, with the error."""
+        o, parked = tables.outbox, tables.outbox_parked
+        with self.engine.begin() as conn:
+            row = conn.execute(select(o.c.id, o.c.topic, o.c.key, o.c.payload).where(o.c.id == row_id)).one_or_none()
+            if row is None:
+                return
+            conn.execute(parked.insert(), [{**row._asdict(), "error": error}])
+            conn.execute(delete(o).where(o.c.id == row_id))
+
     # -- reads ----------------------------------------------------------------------------
 
     def progress(self, consumer: str) -> dict[tuple[str, int], int]:

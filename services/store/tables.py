@@ -78,6 +78,17 @@ outbox = Table(
     Column("payload", Text, nullable=False),
 )
 
+# Outbox rows the broker refused for themselves (the relay moved them here with the error).
+outbox_parked = Table(
+    "outbox_parked",
+    metadata,
+    Column("id", ID, primary_key=True, autoincrement=False),
+    Column("topic", String(249), nullable=False),
+    Column("key", String(253), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("error", Text, nullable=False),
+)
+
 consumer_progress = Table(
     "consumer_progress",
     metadata,

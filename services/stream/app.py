@@ -28,8 +28,11 @@ from services import logging as log
 from services.config import Settings
 from services.pipeline import CLOCK_HEADER, CLOCK_NONE, CLOCK_STREAM, CLOCK_TIMER, ORIGIN_HEADER, Pipeline, Record
 from services.store.store import Store
+from services.stream import log_limit
+from services.stream.topics import MESSAGE_LIMIT, refused
 
 logger = log.get("schedstream.worker")
+END_OFFSETS_TIMEOUT = 5.0
 
 
 def _header(headers: Any, name: str) -> bytes | None:
@@ -59,6 +62,8 @@ class StreamService:
         self.outbox_lock = asyncio.Lock()
         self.last_activity = time.monotonic()
         self.owned: set[int] = set()  # partitions of the events topic assigned to this worker
+        self.ready = asyncio.Event()  # set once the current assignment's state is restored
+        self.own_markers: set[tuple[int, int]] = set()  # (partition, offset) of our timer's markers
 
     async def on_assigned(self, assigned: set[TP]) -> None:
         """Own the new assignment: rebuild state and progress from the store, and refuse to run if
@@ -66,7 +71,11 @@ class StreamService:
         older backup, or a new store under an old group): that would skip events silently."""
         self.owned = {tp.partition for tp in assigned if tp.topic == self.settings.events_topic}
         started = time.monotonic()
-        folded = self.pipeline.restore(self.owned)
+        # Off the event loop: a long restore must not starve the heartbeats (the group would
+        # throw this member out and restore again), nor look like idleness; ``handle`` and the
+        # timer wait for ``ready``.
+        self.ready.clear()
+        folded = await asyncio.to_thread(self.pipeline.restore, self.owned)
         logger.info(
             "partitions assigned, state restored",
             partitions=sorted(self.owned),
@@ -85,9 +94,11 @@ class StreamService:
                     stored=done,
                 )
                 os._exit(78)
+        self.ready.set()
         self.last_activity = time.monotonic()  # waiting for the group is not idleness
 
     async def handle(self, events: Sequence[faust.types.EventT]) -> None:
+        await self.ready.wait()
         records = []
         for event in events:
             m = event.message
@@ -130,19 +141,45 @@ class StreamService:
         await self.flush_outbox()
 
     async def flush_outbox(self) -> None:
-        """Publish what the outbox holds, in commit order, then forget it."""
+        """Publish what the outbox holds, in commit order, then forget it. A row the broker
+        refuses for itself is parked with its error (``parked_outbox`` counts them); any other
+        failure (the broker is away) propagates and the rows stay for the next flush."""
         async with self.outbox_lock:
             while rows := self.store.pending_outbox():
-                futures = [
-                    await self.app.producer.send(topic, key.encode(), payload.encode(), None, None, None)
-                    for _, topic, key, payload in rows
-                ]
-                await asyncio.gather(*futures)
-                self.store.delete_outbox([row[0] for row in rows])
+                sent = []
+                for row_id, topic, key, payload in rows:
+                    try:
+                        future = await self.app.producer.send(topic, key.encode(), payload.encode(), None, None, None)
+                    except Exception as exc:
+                        self._park_or_raise(row_id, topic, exc)
+                        continue
+                    sent.append((row_id, topic, future))
+                published = []
+                for row_id, topic, future in sent:
+                    try:
+                        await future
+                    except Exception as exc:
+                        self._park_or_raise(row_id, topic, exc)
+                        continue
+                    published.append(row_id)
+                self.store.delete_outbox(published)
+
+    def _park_or_raise(self, row_id: int, topic: str, exc: Exception) -> None:
+        if not refused(exc):
+            raise exc
+        error = f"{type(exc).__name__}: {exc}"
+        logger.error("outbox row refused by the broker, parked", row=row_id, topic=topic, error=error)
+        self.store.park_outbox(row_id, error)
+
+    def parked_outbox(self) -> int:
+        """How many outbox rows the broker refused (kept in ``outbox_parked``): alert when not 0."""
+        return self.store.count("outbox_parked")
 
     async def tick(self) -> None:
         """Write a SCHEDULE marker for each timer-clocked cluster this worker owns that wants a
         cycle, into the partition its events arrive on (whatever partitioner their producer used)."""
+        if not self.ready.is_set():
+            return
         now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         for cluster, state in sorted(self.pipeline.engine.clusters.items()):
             partition = self.pipeline.partitions.get(cluster)
@@ -151,13 +188,37 @@ class StreamService:
             if not state.wants_cycle():
                 continue
             marker = msgspec.json.encode({"type": "SCHEDULE", "cluster": cluster, "time": now})
-            await self.app.producer.send(
+            delivery = await self.app.producer.send(
                 self.settings.events_topic, cluster.encode(), marker, partition, None, {ORIGIN_HEADER: b"timer"}
             )
+            self.own_markers.add((partition, (await delivery).offset))
 
     def idle_for(self) -> float:
         """Seconds since the last input other than our own SCHEDULE markers."""
         return time.monotonic() - self.last_activity
+
+    async def caught_up(self) -> bool:
+        """Whether every assigned partition of the events topic is processed to its end (our own
+        timer's markers aside). False while restoring and while the broker cannot say: an
+        outage is not idleness."""
+        if not self.ready.is_set():
+            return False
+        topic = self.settings.events_topic
+        tps = [TP(topic, partition) for partition in sorted(self.owned)]
+        if not tps:
+            return True
+        try:
+            ends = await asyncio.wait_for(self.app.consumer.highwaters(*tps), END_OFFSETS_TIMEOUT)
+        except Exception as exc:  # any failure to learn the ends means "not known"
+            logger.debug("end offsets unknown", error=repr(exc))
+            return False
+        for tp in tps:
+            done = self.pipeline.progress.get((topic, tp.partition), -1)
+            unread = range(done + 1, ends.get(tp, 0))
+            if len(unread) > len(self.own_markers) or any((tp.partition, o) not in self.own_markers for o in unread):
+                return False
+        self.own_markers = {(p, o) for p, o in self.own_markers if o > self.pipeline.progress.get((topic, p), -1)}
+        return True
 
 
 def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: float | None = None) -> faust.App:
@@ -168,6 +229,8 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
         key_serializer="raw",
         store="memory://",
         processing_guarantee="at_least_once",
+        producer_max_request_size=MESSAGE_LIMIT,  # a 1.5 MB object (topics.py)
+        consumer_max_fetch_size=2 * MESSAGE_LIMIT,
         web_enabled=False,
         datadir=str(settings.data_dir),
         topic_partitions=settings.partitions,
@@ -178,6 +241,7 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
         broker_heartbeat_interval=settings.session_timeout / 3,
         broker_rebalance_timeout=settings.session_timeout * 2,
     )
+    log_limit.install()
     store = Store(settings.db_url)
     service = StreamService(app, settings, config, store)
     events_topic = app.topic(settings.events_topic, value_serializer="raw", key_serializer="raw")
@@ -209,7 +273,9 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
 
         @app.timer(0.5)
         async def stop_when_idle() -> None:
-            if service.idle_for() > exit_when_idle and not store.pending_outbox():
+            if service.idle_for() <= exit_when_idle or store.pending_outbox():
+                return
+            if await service.caught_up():
                 logger.info("idle, stopping", idle_seconds=round(service.idle_for(), 1))
                 os.kill(os.getpid(), signal.SIGTERM)
 
