@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Coroutine
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 import click
 import yaml
@@ -15,6 +16,7 @@ import yaml
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services import logging as log
 from services.config import Settings
+from services.errors import Group
 
 T = TypeVar("T")
 
@@ -37,15 +39,17 @@ config_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """schedstream: an event-sourced batch scheduler for Kubernetes-style clusters."""
 
 
 @main.command()
 @click.argument("events", nargs=-1, required=True)
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Decisions file (JSONL).")
-@click.option("--rejects", "rejects_path", type=click.Path(dir_okay=False), help="Rejected lines with reasons.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Decisions file (JSONL), written whole or not at all; '-' is stdout.")  # fmt: skip
+@click.option("--rejects", "rejects_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Rejected lines with reasons, written whole or not at all.")  # fmt: skip
 @click.option("--db", "db_url", default="sqlite://", show_default=True, help="Store URL (default: in memory).")
 @config_option
 def replay(
@@ -53,6 +57,7 @@ def replay(
 ) -> None:
     """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
     from services.inputs import read_records
+    from services.output import atomic_output
     from services.progress import bar
     from services.replay import StoreNotEmpty, replay_records
 
@@ -64,22 +69,17 @@ def replay(
         records = read_records(events)  # all input first: a bad path leaves --out untouched
     except OSError as exc:
         raise click.FileError(exc.filename or events[0], hint=exc.strerror or str(exc)) from None
-    rejects: BinaryIO | None = None
     try:
-        with open(out_path, "wb") as out:
-            if rejects_path:
-                rejects = open(rejects_path, "wb")  # noqa: SIM115 - closed below
-            with bar("replay", len(records)) as progress:
-                summary = replay_records(
-                    records, out, config=config, rejects_out=rejects, db_url=db_url, progress=progress
-                )
+        with (
+            atomic_output(out_path) as out,
+            atomic_output(rejects_path) if rejects_path else nullcontext() as rejects,
+            bar("replay", len(records)) as progress,
+        ):
+            summary = replay_records(records, out, config=config, rejects_out=rejects, db_url=db_url, progress=progress)
     except OSError as exc:
         raise click.FileError(getattr(exc, "filename", None) or out_path, hint=exc.strerror or str(exc)) from None
     except StoreNotEmpty as exc:
         raise click.UsageError(str(exc)) from None
-    finally:
-        if rejects is not None:
-            rejects.close()
     for reject in summary.rejects:
         logger.warning("rejected", position=reject.position, reason=reject.reason)
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(summary.decisions.items())) or "none"
@@ -212,6 +212,10 @@ def simulate(
             )
     except TraceError as exc:
         raise click.ClickException(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{trace} (or its --nodes/--queues file) is not a text trace: byte {exc.start} is not UTF-8"
+        ) from None
     except OSError as exc:
         raise click.FileError(exc.filename or str(out_dir), hint=exc.strerror or str(exc)) from None
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.decisions.items())) or "none"

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DB_URL = "sqlite:///schedstream.db"
+# The numeric settings, checked before use so that a malformed one is named, not a traceback.
+NUMBERS: dict[str, type[int] | type[float]] = {
+    "SCHEDSTREAM_PARTITIONS": int,
+    "SCHEDSTREAM_SCHEDULE_PERIOD": float,
+    "SCHEDSTREAM_BATCH_SIZE": int,
+    "SCHEDSTREAM_BATCH_WITHIN": float,
+    "SCHEDSTREAM_SESSION_TIMEOUT": float,
+    "SCHEDSTREAM_SNAPSHOT_EVERY": int,
+}
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the service cannot use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +47,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         e = os.environ if env is None else env
+        _check_numbers(e)
         d = cls()
         return cls(
             kafka_bootstrap=e.get("SCHEDSTREAM_KAFKA_BOOTSTRAP", d.kafka_bootstrap),
@@ -50,3 +65,15 @@ class Settings:
             log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
             log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),
         )
+
+
+def _check_numbers(env: Mapping[str, str]) -> None:
+    for name, number in NUMBERS.items():
+        value = env.get(name)
+        if value is None:
+            continue
+        try:
+            number(value)
+        except ValueError:
+            kind = "an integer" if number is int else "a number"
+            raise SettingsError(f"{name}={value!r} is not {kind}") from None
