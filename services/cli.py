@@ -240,6 +240,27 @@ def machines(fmt: str, kinds: tuple[str, ...]) -> None:
     click.echo("\n\n".join(FORMATS[fmt](lifecycle) for lifecycle in chosen))
 
 
+@main.command("diff")
+@click.argument("a_path", metavar="A.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("b_path", metavar="B.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="The differing objects as JSON.")
+def diff_command(a_path: Path, b_path: Path, as_json: bool) -> None:
+    """Per object, where two decision streams differ, with both reasons."""
+    import msgspec
+
+    from services.diff import DecisionFileError, diff, read_decisions, render
+
+    try:
+        a, b = read_decisions(a_path), read_decisions(b_path)
+    except DecisionFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    diffs = diff(a, b)
+    if as_json:
+        click.echo(msgspec.json.encode([d.to_dict() for d in diffs]))
+    else:
+        click.echo(render(diffs, str(a_path), str(b_path), (len(a), len(b))))
+
+
 @main.group()
 def db() -> None:
     """Database schema commands."""
