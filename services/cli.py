@@ -19,6 +19,7 @@ from services.config import Settings
 from services.errors import Group
 
 T = TypeVar("T")
+EXPLAIN_KINDS = ("pod", "podgroup", "job", "queue", "workload", "clusterqueue", "localqueue", "node")
 
 
 def load_config(path: Path | None) -> SchedulerConfig:
@@ -39,7 +40,7 @@ config_option = click.option(
 )
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("schedstream", cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """schedstream: an event-sourced batch scheduler for Kubernetes-style clusters."""
 
@@ -238,6 +239,37 @@ def machines(fmt: str, kinds: tuple[str, ...]) -> None:
         )
     chosen = [MACHINES[kind].lifecycle for kind in (kinds or MACHINES)]
     click.echo("\n\n".join(FORMATS[fmt](lifecycle) for lifecycle in chosen))
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(sorted(EXPLAIN_KINDS), case_sensitive=False))
+@click.argument("ref", metavar="NAMESPACE/NAME")
+@click.option("--db", "db_url", help="Read the store at this URL (what the worker recorded).")
+@click.option("--events", "events", multiple=True, help="Read these event files instead ('-' is stdin; repeatable).")
+@click.option("--at", "at", help="Stop at this seq, or at this time (the last SCHEDULE marker up to it).")
+@click.option("--cluster", help="The cluster, when the object appears in several.")
+@click.option("--json", "as_json", is_flag=True, help="The explanation as JSON.")
+@config_option
+def explain(
+    kind: str,
+    ref: str,
+    *,
+    db_url: str | None,
+    events: tuple[str, ...],
+    at: str | None,
+    cluster: str | None,
+    as_json: bool,
+    config_path: Path | None,
+) -> None:
+    """Why an object is where it is: status, reason, what it waits for, and its history."""
+    from services.explain.command import run_explain
+
+    if bool(db_url) == bool(events):
+        raise click.UsageError("give either --db or --events")
+    config = load_config(config_path)
+    click.echo(
+        run_explain(kind, ref, db_url=db_url, events=events, at=at, cluster=cluster, config=config, as_json=as_json)
+    )
 
 
 @main.command("diff")

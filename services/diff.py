@@ -8,7 +8,7 @@ Decisions are compared without their ``id``; an object's decisions are aligned i
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,10 +46,9 @@ def object_of(decision: dict[str, Any]) -> ObjectId:
     return (decision.get("cluster", "default"), target["kind"], target.get("namespace", ""), target["name"])
 
 
-def summary(decision: dict[str, Any]) -> str:
-    """One line for a decision: its kind, what it sets, and why."""
-    kind = decision["kind"]
-    parts = [f"seq {decision.get('seq', '?')}", kind]
+def summary(decision: Mapping[str, Any], *, head: bool = True) -> str:
+    """One line for a decision: (with ``head``) its seq and kind, what it sets, and why."""
+    parts = [f"seq {decision.get('seq', '?')}", decision["kind"]] if head else []
     if "node" in decision:
         parts.append(f"-> {decision['node']}")
     for name in ("phase", "state"):
