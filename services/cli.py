@@ -189,6 +189,7 @@ def simulate(
     out_dir: Path,
 ) -> None:
     """Run TRACE on a simulated cluster under the scheduler and the FCFS and EASY baselines."""
+    from services.output import atomic_directory
     from services.progress import bar
     from services.simulate import quota
     from services.simulate.metrics import table
@@ -200,12 +201,12 @@ def simulate(
     try:
         jobs, nodes = load(trace, fmt, nodes_path)  # type: ignore[arg-type]
         kueue_objects = quota.read(queues_path) if queues_path is not None else None
-        with bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
+        with atomic_directory(out_dir) as work, bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
             result = run_simulation(
                 jobs,
                 nodes,
                 config,
-                out_dir,
+                work,
                 period=period,
                 scheduler=scheduler,
                 kueue_objects=kueue_objects,

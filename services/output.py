@@ -2,12 +2,14 @@
 
 ``atomic_output(path)`` hands out a temporary file beside ``path`` and renames it over
 ``path`` only when the block ends without an error, so a bad ``--db``, an unreachable server
-or any crash leaves an existing file as it was; ``-`` is standard output.
+or any crash leaves an existing file as it was; ``-`` is standard output. A run directory
+(``simulate --out DIR``) is written the same way, file by file (``atomic_directory``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -40,6 +42,21 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_directory(path: Path) -> Iterator[Path]:
+    """A temporary directory beside ``path`` whose files replace their namesakes in ``path``
+    (created if need be) when the block succeeds; on an error ``path`` is left as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield work
+        path.mkdir(exist_ok=True)
+        for item in sorted(work.iterdir()):
+            os.replace(item, path / item.name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _mode(target: Path) -> int:

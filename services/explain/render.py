@@ -30,7 +30,8 @@ def _queue(queue: Mapping[str, Any]) -> list[str]:
     return [
         f"Queue {queue['name']} ({queue['state']}, weight {queue['weight']}): share {queue['share']}",
         f"  allocated {_pairs(queue['allocated'])}; deserved {_pairs(queue['deserved'])}",
-        f"  capability {_pairs(queue['capability'])}; guarantee {_pairs(queue['guarantee'])}",
+        f"  capability {_pairs(queue['capability']) if queue['capability'] else 'unlimited'}; "
+        f"guarantee {_pairs(queue['guarantee'])}",
         f"  still asked by its jobs {_pairs(queue['asked'])}",
     ]
 

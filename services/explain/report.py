@@ -55,7 +55,7 @@ def _status(state: ClusterState, obj: Any) -> tuple[dict[str, Any], dict[str, An
             reason = {"reason": "Rejected", "message": machine.rejected}
         if machine.reported is not None:
             phase, conditions = machine.reported
-            status["reportedPhase"] = phase
+            status["reported"] = phase
             for kind, value, why, message in conditions:
                 if reason is None and kind == "Unschedulable" and value == "True":
                     reason = {"reason": why, "message": message}

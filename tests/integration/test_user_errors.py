@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.output import atomic_output
+from services.output import atomic_directory, atomic_output
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
@@ -168,3 +168,18 @@ def test_a_finished_write_replaces_the_file_with_its_permissions(tmp_path: Path)
         handle.write(b"new\n")
     assert out.read_bytes() == b"new\n"
     assert out.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_run_directory_is_replaced_file_by_file_only_when_the_run_ends(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text("old")
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(RuntimeError), atomic_directory(run) as work:
+        (work / "metrics.json").write_text("half")
+        raise RuntimeError("crash")
+    assert (run / "metrics.json").read_text() == "old"
+    with atomic_directory(run) as work:
+        (work / "metrics.json").write_text("new")
+    assert {p.name: p.read_text() for p in run.iterdir()} == {"metrics.json": "new", "notes.txt": "mine"}
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
