@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DB_URL = "sqlite:///schedstream.db"
-# The numeric settings, checked before use so that a malformed one is named, not a traceback.
-NUMBERS: dict[str, type[int] | type[float]] = {
-    "SCHEDSTREAM_PARTITIONS": int,
-    "SCHEDSTREAM_SCHEDULE_PERIOD": float,
-    "SCHEDSTREAM_BATCH_SIZE": int,
-    "SCHEDSTREAM_BATCH_WITHIN": float,
-    "SCHEDSTREAM_SESSION_TIMEOUT": float,
-    "SCHEDSTREAM_SNAPSHOT_EVERY": int,
+# The numeric settings, checked before use so that a malformed one is named, not a traceback:
+# name -> (type, whether 0 is allowed; negatives never are).
+NUMBERS: dict[str, tuple[type[int] | type[float], bool]] = {
+    "SCHEDSTREAM_PARTITIONS": (int, False),
+    "SCHEDSTREAM_SCHEDULE_PERIOD": (float, True),  # 0: no timer
+    "SCHEDSTREAM_BATCH_SIZE": (int, False),
+    "SCHEDSTREAM_BATCH_WITHIN": (float, True),
+    "SCHEDSTREAM_SESSION_TIMEOUT": (float, False),
+    "SCHEDSTREAM_SNAPSHOT_EVERY": (int, True),  # 0: never
 }
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 class SettingsError(ValueError):
@@ -68,12 +71,18 @@ class Settings:
 
 
 def _check_numbers(env: Mapping[str, str]) -> None:
-    for name, number in NUMBERS.items():
+    for name, (number, zero) in NUMBERS.items():
         value = env.get(name)
         if value is None:
             continue
+        kind = "an integer" if number is int else "a number"
         try:
-            number(value)
+            parsed = number(value)
         except ValueError:
-            kind = "an integer" if number is int else "a number"
             raise SettingsError(f"{name}={value!r} is not {kind}") from None
+        if math.isnan(parsed) or parsed < 0 or (parsed == 0 and not zero):
+            least = "0 or more" if zero else "more than 0"
+            raise SettingsError(f"{name}={value!r}: must be {kind} {least}")
+    level = env.get("SCHEDSTREAM_LOG_LEVEL")
+    if level is not None and level.lower() not in LOG_LEVELS:
+        raise SettingsError(f"SCHEDSTREAM_LOG_LEVEL={level!r} is not one of {', '.join(LOG_LEVELS)}")

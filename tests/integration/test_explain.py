@@ -6,10 +6,12 @@ its pending position."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from domain.scheduler.config import SchedulerConfig
@@ -137,3 +139,19 @@ def test_an_object_the_stream_never_names_is_a_one_line_error() -> None:
     assert result.output.strip().splitlines() == [
         "schedstream explain: error: Pod team-a/ghost does not appear in the stream (up to the cut)"
     ]
+
+
+def test_a_pipelined_gang_shows_the_preemption_under_way(tmp_path: Path) -> None:
+    scenario = SCENARIOS / "preempt" / "004-pipelined-room-is-not-taken-by-another-job"
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tomllib.loads((scenario / "scenario.toml").read_text())["config"]))
+    events = str(scenario / "events.jsonl")
+    report = explain("podgroup", "ns/high", "--events", events, "--config", str(config), "--at", "8")
+    assert report["reason"]["reason"] == "WaitingForPreemption"
+    assert report["details"]["members"] == [
+        {"name": "high-0", "status": "Pipelined", "node": None, "nominated": "n-0", "evicting": False}
+    ]
+    assert report["details"]["preemption"] == {"pipelined": {"high-0": "n-0"}, "victims": ["ns/low-0"]}
+    victim = explain("pod", "ns/low-0", "--events", events, "--config", str(config), "--at", "8")
+    assert victim["details"]["where"]["status"] == "Releasing"
+    assert victim["timeline"][-1]["what"] == "Evict"
