@@ -22,6 +22,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from services.config import DEFAULT_DB_URL, SettingsError
 
 PROG = "schedstream"
+# click 8.2 and later raise this for a group called without a command (8.1 prints the help itself).
+NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type(None))
 
 
 def one_line(text: str) -> str:
@@ -97,6 +99,9 @@ class Group(click.Group):
 
 
 def _exit_with(exc: click.ClickException) -> NoReturn:
+    if isinstance(exc, NO_ARGS_IS_HELP):  # a group called without a command: its help, as click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if isinstance(ctx, click.Context) else PROG
     message = one_line(exc.format_message())

@@ -183,3 +183,10 @@ def test_a_run_directory_is_replaced_file_by_file_only_when_the_run_ends(tmp_pat
         (work / "metrics.json").write_text("new")
     assert {p.name: p.read_text() for p in run.iterdir()} == {"metrics.json": "new", "notes.txt": "mine"}
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_no_command_prints_the_help_not_an_error() -> None:
+    result = _run([], {})
+    assert result.returncode == 2
+    assert result.stderr.startswith("Usage: schedstream [OPTIONS] COMMAND [ARGS]...")
+    assert "explain" in result.stderr
