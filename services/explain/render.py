@@ -29,7 +29,8 @@ def _fit(fit: Mapping[str, Any]) -> list[str]:
 def _queue(queue: Mapping[str, Any]) -> list[str]:
     return [
         f"Queue {queue['name']} ({queue['state']}, weight {queue['weight']}): share {queue['share']}",
-        f"  allocated {_pairs(queue['allocated'])}; deserved {_pairs(queue['deserved'])}",
+        f"  allocated {_pairs(queue['allocated'])}; deserved {_pairs(queue['deserved'])} by weight"
+        + (f", {_pairs(queue['specDeserved'])} in its spec" if queue["specDeserved"] else ""),
         f"  capability {_pairs(queue['capability']) if queue['capability'] else 'unlimited'}; "
         f"guarantee {_pairs(queue['guarantee'])}",
         f"  still asked by its jobs {_pairs(queue['asked'])}",

@@ -96,6 +96,7 @@ def queue_share(snap: Snapshot, name: str) -> dict[str, Any] | None:
         "allocated": amounts(queue.allocated),
         "asked": amounts(queue.asked),
         "deserved": amounts(deserved),
+        "specDeserved": amounts(queue.deserved),  # spec.deserved: what the capacity plugin reads
         "capability": amounts(queue.capability),
         "guarantee": amounts(queue.guarantee),
         "share": round(proportion.share(queue.allocated, deserved), 4),

@@ -78,7 +78,7 @@ def test_a_time_cuts_before_the_first_later_marker() -> None:
     assert by_time["reason"]["reason"] == "NotEnoughResources"
 
 
-@pytest.mark.parametrize("at", ["18", "38"])
+@pytest.mark.parametrize("at", ["18", "38", "2026-01-01T00:00:01.5Z"])
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_the_store_gives_what_the_event_files_give(
     at: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest
