@@ -118,8 +118,11 @@ def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
     """Run ``work``; a broker that cannot be reached is a clear error, not a traceback."""
     from aiokafka.errors import KafkaConnectionError
 
+    from services.errors import bootstrap_quietly
+
     try:
-        return asyncio.run(work)
+        with bootstrap_quietly():
+            return asyncio.run(work)
     except KafkaConnectionError as exc:
         raise click.ClickException(
             f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "

@@ -9,9 +9,11 @@ be read or written) into click's errors, and the group prints any click error as
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import click
@@ -96,6 +98,25 @@ class Group(click.Group):
         except click.Abort:
             click.echo(f"{PROG}: aborted", err=True)
             sys.exit(1)
+
+
+class _BootstrapFailures(logging.Filter):
+    """Drops aiokafka's "Unable connect to HOST:PORT" records: the one-line error that follows
+    (or the retry that succeeds) says all they say."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable connect to")
+
+
+@contextmanager
+def bootstrap_quietly() -> Iterator[None]:
+    """While a command first reaches the broker, keep its connection failures off stderr."""
+    logger, quiet = logging.getLogger("aiokafka"), _BootstrapFailures()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _exit_with(exc: click.ClickException) -> NoReturn:

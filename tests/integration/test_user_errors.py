@@ -37,6 +37,7 @@ class Case:
 
 
 UNREACHABLE_PG = f"postgresql://nobody@127.0.0.1:{_closed_port()}/schedstream"
+UNREACHABLE_KAFKA = f"127.0.0.1:{_closed_port()}"
 CASES = [
     Case("replay with an unparsable --db", ["replay", EXAMPLE, "--out", "{out}", "--db", "nonsense"], 2, "--db"),
     Case("replay with an unknown database kind", ["replay", EXAMPLE, "--out", "{out}", "--db", "foo://x"], 2, "foo"),
@@ -96,6 +97,20 @@ CASES = [
         "is not a text trace",
     ),
     Case(
+        "produce with an unreachable Kafka",
+        ["produce", EXAMPLE],
+        1,
+        "cannot reach Kafka at 127.0.0.1",
+        {"SCHEDSTREAM_KAFKA_BOOTSTRAP": UNREACHABLE_KAFKA},
+    ),
+    Case(
+        "worker with an unreachable Kafka",
+        ["worker", "--db", "sqlite:///{tmp}/worker.db"],
+        1,
+        "cannot reach Kafka at 127.0.0.1",
+        {"SCHEDSTREAM_KAFKA_BOOTSTRAP": UNREACHABLE_KAFKA},
+    ),
+    Case(
         "produce with a malformed SCHEDSTREAM_PARTITIONS",
         ["produce", EXAMPLE],
         2,
@@ -131,7 +146,7 @@ def test_a_user_error_is_one_line_and_leaves_out_untouched(case: Case, tmp_path:
     assert "Traceback" not in result.stderr
     assert case.want_in_stderr in lines[0]
     assert out.read_bytes() == KEEP
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary left behind
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left behind
 
 
 def test_version_on_the_group_and_every_command() -> None:
