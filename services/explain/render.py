@@ -72,7 +72,8 @@ def _details(kind: str, details: Mapping[str, Any]) -> list[str]:
     if kind == "Queue":
         return _queue(details)
     if kind == "Pod" and details.get("waitingFor"):
-        return ["Waiting for a node:", *_fit(details["waitingFor"])]
+        alone = f" (this member alone; its gang {details['group']} must fit whole)" if details["group"] else ""
+        return [f"Waiting for a node{alone}:", *_fit(details["waitingFor"])]
     lines = []
     position = details.get("position")
     if position:

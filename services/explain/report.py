@@ -7,7 +7,7 @@ from typing import Any
 
 from domain.objects.core import Pod
 from domain.objects.kueue import LocalQueue, Workload
-from domain.objects.meta import key_of
+from domain.objects.meta import ObjectKey, key_of
 from domain.scheduler import snapshot as scheduler_snapshot
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
@@ -64,6 +64,9 @@ def _status(state: ClusterState, obj: Any) -> tuple[dict[str, Any], dict[str, An
     if isinstance(obj, Pod):
         status["podPhase"] = obj.status.phase or None
         status["node"] = state.node_of(obj) or None
+        group = state.of_kind("PodGroup").get(ObjectKey(f"{obj.metadata.namespace}/{obj.group_name()}"))
+        if reason is None and group is not None and not status["node"]:
+            _, reason = _status(state, group)  # a member waits for the reason its gang waits
     if isinstance(obj, Workload) and reason is None:
         waiting = state.workload_view(obj).condition("QuotaReserved")
         if waiting is not None and waiting[1] != "True":

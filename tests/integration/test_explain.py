@@ -155,3 +155,11 @@ def test_a_pipelined_gang_shows_the_preemption_under_way(tmp_path: Path) -> None
     victim = explain("pod", "ns/low-0", "--events", events, "--config", str(config), "--at", "8")
     assert victim["details"]["where"]["status"] == "Releasing"
     assert victim["timeline"][-1]["what"] == "Evict"
+
+
+def test_a_waiting_gang_member_carries_its_gangs_reason() -> None:
+    report = explain("pod", "team-b/eval-worker-1", "--events", str(EXAMPLE), "--at", "18")
+    assert report["status"]["node"] is None
+    assert report["reason"]["reason"] == "NotEnoughResources"
+    assert report["details"]["group"] == "eval-pg"
+    assert report["details"]["waitingFor"]["fits"] == ["gpu-2"]  # alone it would fit; the gang does not
