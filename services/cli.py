@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Coroutine
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 import click
 import yaml
@@ -15,8 +16,10 @@ import yaml
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services import logging as log
 from services.config import Settings
+from services.errors import Group
 
 T = TypeVar("T")
+EXPLAIN_KINDS = ("pod", "podgroup", "job", "queue", "workload", "clusterqueue", "localqueue", "node")
 
 
 def load_config(path: Path | None) -> SchedulerConfig:
@@ -37,15 +40,17 @@ config_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("schedstream", cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """schedstream: an event-sourced batch scheduler for Kubernetes-style clusters."""
 
 
 @main.command()
 @click.argument("events", nargs=-1, required=True)
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Decisions file (JSONL).")
-@click.option("--rejects", "rejects_path", type=click.Path(dir_okay=False), help="Rejected lines with reasons.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Decisions file (JSONL), written whole or not at all; '-' is stdout.")  # fmt: skip
+@click.option("--rejects", "rejects_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Rejected lines with reasons, written whole or not at all.")  # fmt: skip
 @click.option("--db", "db_url", default="sqlite://", show_default=True, help="Store URL (default: in memory).")
 @config_option
 def replay(
@@ -53,6 +58,7 @@ def replay(
 ) -> None:
     """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
     from services.inputs import read_records
+    from services.output import atomic_output
     from services.progress import bar
     from services.replay import StoreNotEmpty, replay_records
 
@@ -64,22 +70,17 @@ def replay(
         records = read_records(events)  # all input first: a bad path leaves --out untouched
     except OSError as exc:
         raise click.FileError(exc.filename or events[0], hint=exc.strerror or str(exc)) from None
-    rejects: BinaryIO | None = None
     try:
-        with open(out_path, "wb") as out:
-            if rejects_path:
-                rejects = open(rejects_path, "wb")  # noqa: SIM115 - closed below
-            with bar("replay", len(records)) as progress:
-                summary = replay_records(
-                    records, out, config=config, rejects_out=rejects, db_url=db_url, progress=progress
-                )
+        with (
+            atomic_output(out_path) as out,
+            atomic_output(rejects_path) if rejects_path else nullcontext() as rejects,
+            bar("replay", len(records)) as progress,
+        ):
+            summary = replay_records(records, out, config=config, rejects_out=rejects, db_url=db_url, progress=progress)
     except OSError as exc:
         raise click.FileError(getattr(exc, "filename", None) or out_path, hint=exc.strerror or str(exc)) from None
     except StoreNotEmpty as exc:
         raise click.UsageError(str(exc)) from None
-    finally:
-        if rejects is not None:
-            rejects.close()
     for reject in summary.rejects:
         logger.warning("rejected", position=reject.position, reason=reject.reason)
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(summary.decisions.items())) or "none"
@@ -120,8 +121,11 @@ def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
     """Run ``work``; a broker that cannot be reached is a clear error, not a traceback."""
     from aiokafka.errors import KafkaConnectionError
 
+    from services.errors import bootstrap_quietly
+
     try:
-        return asyncio.run(work)
+        with bootstrap_quietly():
+            return asyncio.run(work)
     except KafkaConnectionError as exc:
         raise click.ClickException(
             f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "
@@ -194,6 +198,7 @@ def simulate(
     out_dir: Path,
 ) -> None:
     """Run TRACE on a simulated cluster under the scheduler and the FCFS and EASY baselines."""
+    from services.output import atomic_directory
     from services.progress import bar
     from services.simulate import quota
     from services.simulate.metrics import table
@@ -205,12 +210,12 @@ def simulate(
     try:
         jobs, nodes = load(trace, fmt, nodes_path)  # type: ignore[arg-type]
         kueue_objects = quota.read(queues_path) if queues_path is not None else None
-        with bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
+        with atomic_directory(out_dir) as work, bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
             result = run_simulation(
                 jobs,
                 nodes,
                 config,
-                out_dir,
+                work,
                 period=period,
                 scheduler=scheduler,
                 kueue_objects=kueue_objects,
@@ -218,6 +223,10 @@ def simulate(
             )
     except TraceError as exc:
         raise click.ClickException(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{trace} (or its --nodes/--queues file) is not a text trace: byte {exc.start} is not UTF-8"
+        ) from None
     except OSError as exc:
         raise click.FileError(exc.filename or str(out_dir), hint=exc.strerror or str(exc)) from None
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(result.decisions.items())) or "none"
@@ -240,6 +249,58 @@ def machines(fmt: str, kinds: tuple[str, ...]) -> None:
         )
     chosen = [MACHINES[kind].lifecycle for kind in (kinds or MACHINES)]
     click.echo("\n\n".join(FORMATS[fmt](lifecycle) for lifecycle in chosen))
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(sorted(EXPLAIN_KINDS), case_sensitive=False))
+@click.argument("ref", metavar="NAMESPACE/NAME")
+@click.option("--db", "db_url", help="Read the store at this URL (what the worker recorded).")
+@click.option("--events", "events", multiple=True, help="Read these event files instead ('-' is stdin; repeatable).")
+@click.option("--at", "at", help="Stop at this seq, or at this time (the last SCHEDULE marker up to it).")
+@click.option("--cluster", help="The cluster, when the object appears in several.")
+@click.option("--json", "as_json", is_flag=True, help="The explanation as JSON.")
+@config_option
+def explain(
+    kind: str,
+    ref: str,
+    *,
+    db_url: str | None,
+    events: tuple[str, ...],
+    at: str | None,
+    cluster: str | None,
+    as_json: bool,
+    config_path: Path | None,
+) -> None:
+    """Why an object is where it is: status, reason, what it waits for, and its history."""
+    from services.explain.command import run_explain
+
+    if bool(db_url) == bool(events):
+        raise click.UsageError("give either --db or --events")
+    config = load_config(config_path)
+    click.echo(
+        run_explain(kind, ref, db_url=db_url, events=events, at=at, cluster=cluster, config=config, as_json=as_json)
+    )
+
+
+@main.command("diff")
+@click.argument("a_path", metavar="A.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("b_path", metavar="B.jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="The differing objects as JSON.")
+def diff_command(a_path: Path, b_path: Path, as_json: bool) -> None:
+    """Per object, where two decision streams differ, with both reasons."""
+    import msgspec
+
+    from services.diff import DecisionFileError, diff, read_decisions, render
+
+    try:
+        a, b = read_decisions(a_path), read_decisions(b_path)
+    except DecisionFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    diffs = diff(a, b)
+    if as_json:
+        click.echo(msgspec.json.encode([d.to_dict() for d in diffs]))
+    else:
+        click.echo(render(diffs, str(a_path), str(b_path), (len(a), len(b))))
 
 
 @main.group()

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DB_URL = "sqlite:///schedstream.db"
+# The numeric settings, checked before use so that a malformed one is named, not a traceback:
+# name -> (type, whether 0 is allowed; negatives never are).
+NUMBERS: dict[str, tuple[type[int] | type[float], bool]] = {
+    "SCHEDSTREAM_PARTITIONS": (int, False),
+    "SCHEDSTREAM_SCHEDULE_PERIOD": (float, True),  # 0: no timer
+    "SCHEDSTREAM_BATCH_SIZE": (int, False),
+    "SCHEDSTREAM_BATCH_WITHIN": (float, True),
+    "SCHEDSTREAM_SESSION_TIMEOUT": (float, False),
+    "SCHEDSTREAM_SNAPSHOT_EVERY": (int, True),  # 0: never
+}
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the service cannot use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +51,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         e = os.environ if env is None else env
+        _check_numbers(e)
         d = cls()
         return cls(
             kafka_bootstrap=e.get("SCHEDSTREAM_KAFKA_BOOTSTRAP", d.kafka_bootstrap),
@@ -52,3 +70,21 @@ class Settings:
             log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
             log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),
         )
+
+
+def _check_numbers(env: Mapping[str, str]) -> None:
+    for name, (number, zero) in NUMBERS.items():
+        value = env.get(name)
+        if value is None:
+            continue
+        kind = "an integer" if number is int else "a number"
+        try:
+            parsed = number(value)
+        except ValueError:
+            raise SettingsError(f"{name}={value!r} is not {kind}") from None
+        if math.isnan(parsed) or parsed < 0 or (parsed == 0 and not zero):
+            least = "0 or more" if zero else "more than 0"
+            raise SettingsError(f"{name}={value!r}: must be {kind} {least}")
+    level = env.get("SCHEDSTREAM_LOG_LEVEL")
+    if level is not None and level.lower() not in LOG_LEVELS:
+        raise SettingsError(f"SCHEDSTREAM_LOG_LEVEL={level!r} is not one of {', '.join(LOG_LEVELS)}")

@@ -25,6 +25,8 @@ events = Table(
     Column("partition", Integer),
     Column("offset", BigInteger),
     UniqueConstraint("topic", "partition", "offset", name="uq_events_source"),
+    Index("ix_events_object", "cluster", "kind", "namespace", "name", "seq"),  # explain: an object's events
+    Index("ix_events_type", "cluster", "type", "seq"),  # explain: a cluster's SCHEDULE markers
 )
 
 decisions = Table(
@@ -41,6 +43,9 @@ decisions = Table(
     Column("uid", String(64), nullable=False),
     Column("payload", Text, nullable=False),
     Index("ix_decisions_cluster_seq", "cluster", "seq", "ordinal", unique=True),
+    Index(
+        "ix_decisions_object", "cluster", "target_kind", "namespace", "name", "seq"
+    ),  # explain: an object's decisions
 )
 
 object_status = Table(
