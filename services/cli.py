@@ -29,6 +29,13 @@ def load_config(path: Path | None) -> SchedulerConfig:
         raise click.BadParameter(f"{path}: {exc}", param_hint="--config") from None
 
 
+def configure_logging(settings: Settings) -> None:
+    try:
+        log.configure(settings.log_level, settings.log_format)
+    except log.LogConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 config_option = click.option(
     "--config",
     "config_path",
@@ -57,7 +64,7 @@ def replay(
     from services.replay import StoreNotEmpty, replay_records
 
     settings = Settings.from_env()
-    log.configure(settings.log_level, settings.log_format)
+    configure_logging(settings)
     logger = log.get("schedstream.replay")
     config = load_config(config_path)
     try:
@@ -90,7 +97,13 @@ def replay(
 @config_option
 @click.option("--db", "db_url", help="Store URL (default: $SCHEDSTREAM_DB_URL or sqlite:///schedstream.db).")
 @click.option("--exit-when-idle", type=float, help="Stop cleanly after this many seconds without input.")
-def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float | None) -> None:
+@click.option(
+    "--metrics-addr",
+    help="HOST:PORT for /metrics, /healthz, /readyz and the status page (default: $SCHEDSTREAM_METRICS_ADDR; off).",
+)
+def worker(
+    config_path: Path | None, db_url: str | None, exit_when_idle: float | None, metrics_addr: str | None
+) -> None:
     """Run the streaming service on Kafka (cluster-events -> scheduler-decisions)."""
     import faust
 
@@ -101,16 +114,23 @@ def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float |
     settings = Settings.from_env()
     if db_url:
         settings = replace(settings, db_url=db_url)
-    log.configure(settings.log_level, settings.log_format)
+    configure_logging(settings)
+    metrics_addr = metrics_addr or settings.metrics_addr or None
+    if metrics_addr:
+        from services.observe.server import parse_addr
+
+        try:
+            parse_addr(metrics_addr)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--metrics-addr") from None
     config = load_config(config_path)
     Store(settings.db_url).upgrade()
     topics = [settings.events_topic, settings.dlq_topic, settings.decisions_topic]
     _reach_kafka(settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
     asyncio.set_event_loop(asyncio.new_event_loop())
-    app = create_app(settings, config, exit_when_idle=exit_when_idle)
-    # Faust's own log stays at WARNING unless we debug; our structlog lines say what happens.
-    faust_level = "DEBUG" if settings.log_level == "debug" else "WARNING"
-    faust.Worker(app, loglevel=faust_level, quiet=True).execute_from_commandline()
+    app = create_app(settings, config, exit_when_idle=exit_when_idle, metrics_addr=metrics_addr)
+    # Logging is ours (services/logging.py): Faust's records go through structlog, at WARNING unless we debug.
+    faust.Worker(app, quiet=True, override_logging=False).execute_from_commandline()
 
 
 def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:

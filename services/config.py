@@ -25,6 +25,7 @@ class Settings:
     data_dir: Path = Path(".schedstream")
     log_format: str = "auto"
     log_level: str = "info"
+    metrics_addr: str = ""  # HOST:PORT of the worker's /metrics, health and status page; off when empty
 
     @property
     def dlq_topic(self) -> str:
@@ -49,4 +50,5 @@ class Settings:
             data_dir=Path(e.get("SCHEDSTREAM_DATA_DIR", str(d.data_dir))),
             log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
             log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),
+            metrics_addr=e.get("SCHEDSTREAM_METRICS_ADDR", d.metrics_addr),
         )

@@ -8,7 +8,8 @@ are skipped, which makes at-least-once redelivery harmless.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,7 @@ class Pipeline:
         self.elsewhere: set[str] = set()  # stored clusters left to the group's other members at restore
         self.engine = self._new_engine()
         self.progress = store.progress(consumer)
+        self.on_cycle: Callable[[float], None] | None = None  # told each cycle's duration (seconds)
 
     def _new_engine(self) -> Engine:
         return Engine(self.config, on_markers=lambda c: self.clocks.get(c, self.default_clock) != CLOCK_NONE)
@@ -216,7 +218,11 @@ class Pipeline:
         self.clocks.setdefault(cluster, self.default_clock)
         if record.partition is not None:
             self.partitions[cluster] = record.partition
+        started = time.perf_counter()
         processed = self.engine.handle(event)
+        cycled = isinstance(event, ScheduleMarker) or not self.engine.state(cluster).on_markers
+        if self.on_cycle is not None and cycled:
+            self.on_cycle(time.perf_counter() - started)
         result.events += 1
         batch.events.append(_event_row(event, cluster, processed.seq, record))
         batch.clusters[cluster] = {

@@ -26,7 +26,18 @@ from faust.types import TP
 from domain.scheduler.config import SchedulerConfig
 from services import logging as log
 from services.config import Settings
-from services.pipeline import CLOCK_HEADER, CLOCK_NONE, CLOCK_STREAM, CLOCK_TIMER, ORIGIN_HEADER, Pipeline, Record
+from services.observe.observer import Observer
+from services.observe.server import ObserveService
+from services.pipeline import (
+    CLOCK_HEADER,
+    CLOCK_NONE,
+    CLOCK_STREAM,
+    CLOCK_TIMER,
+    ORIGIN_HEADER,
+    BatchResult,
+    Pipeline,
+    Record,
+)
 from services.store.store import Store
 
 logger = log.get("schedstream.worker")
@@ -59,11 +70,14 @@ class StreamService:
         self.outbox_lock = asyncio.Lock()
         self.last_activity = time.monotonic()
         self.owned: set[int] = set()  # partitions of the events topic assigned to this worker
+        self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()))
+        self.pipeline.on_cycle = self.observer.cycle
 
     async def on_assigned(self, assigned: set[TP]) -> None:
         """Own the new assignment: rebuild state and progress from the store, and refuse to run if
         the consumer group already committed past what the store holds (a store restored from an
         older backup, or a new store under an old group): that would skip events silently."""
+        self.observer.assigned(False)
         self.owned = {tp.partition for tp in assigned if tp.topic == self.settings.events_topic}
         started = time.monotonic()
         folded = self.pipeline.restore(self.owned)
@@ -86,6 +100,7 @@ class StreamService:
                 )
                 os._exit(78)
         self.last_activity = time.monotonic()  # waiting for the group is not idleness
+        self.observer.assigned(True)
 
     async def handle(self, events: Sequence[faust.types.EventT]) -> None:
         records = []
@@ -106,7 +121,9 @@ class StreamService:
                     external_clock=external,
                 )
             )
+        started = time.perf_counter()
         result = self.pipeline.process(records)
+        self._observe(records[-1], result, time.perf_counter() - started)
         for reject in result.rejects:
             logger.warning("rejected", position=reject.position, reason=reject.reason)
         for decision in result.decisions:
@@ -128,6 +145,19 @@ class StreamService:
             decisions=len(result.decisions),
         )
         await self.flush_outbox()
+
+    def _observe(self, last: Record, result: BatchResult, seconds: float) -> None:
+        highwater = self.app.consumer.highwater(TP(last.topic or "", last.partition or 0))
+        lag = None if highwater is None or last.offset is None else max(0, highwater - last.offset - 1)
+        rejects = [reject.reason for reject in result.rejects]
+        self.observer.batch(
+            last.partition or 0,
+            events=result.events,
+            decisions=result.decisions,
+            rejects=rejects,
+            seconds=seconds,
+            lag=lag,
+        )
 
     async def flush_outbox(self) -> None:
         """Publish what the outbox holds, in commit order, then forget it."""
@@ -160,7 +190,13 @@ class StreamService:
         return time.monotonic() - self.last_activity
 
 
-def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: float | None = None) -> faust.App:
+def create_app(
+    settings: Settings,
+    config: SchedulerConfig,
+    *,
+    exit_when_idle: float | None = None,
+    metrics_addr: str | None = None,
+) -> faust.App:
     app = faust.App(
         settings.app_id,
         broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
@@ -180,6 +216,8 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
     )
     store = Store(settings.db_url)
     service = StreamService(app, settings, config, store)
+    if metrics_addr:
+        app.add_dependency(ObserveService(metrics_addr, service.observer))
     events_topic = app.topic(settings.events_topic, value_serializer="raw", key_serializer="raw")
 
     @app.task
@@ -199,6 +237,10 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
 
     if settings.schedule_period > 0:
         app.timer(settings.schedule_period)(service.tick)
+
+    @app.on_partitions_revoked.connect
+    async def revoked(_app: faust.App, revoked: set[TP], **_: Any) -> None:
+        service.observer.assigned(False)  # ready again once the new assignment is restored
 
     @app.on_partitions_assigned.connect
     async def assigned(_app: faust.App, assigned: set[TP], **_: Any) -> None:
