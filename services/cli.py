@@ -130,7 +130,9 @@ def worker(
     asyncio.set_event_loop(asyncio.new_event_loop())
     app = create_app(settings, config, exit_when_idle=exit_when_idle, metrics_addr=metrics_addr)
     # Logging is ours (services/logging.py): Faust's records go through structlog, at WARNING unless we debug.
-    faust.Worker(app, quiet=True, override_logging=False).execute_from_commandline()
+    faust_worker = faust.Worker(app, quiet=True, override_logging=False)
+    faust_worker.spinner = None  # it writes cursor escape codes even into a file
+    faust_worker.execute_from_commandline()
 
 
 def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
