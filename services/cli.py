@@ -126,7 +126,9 @@ def worker(
     config = load_config(config_path)
     Store(settings.db_url).upgrade()
     topics = [settings.events_topic, settings.dlq_topic, settings.decisions_topic]
-    _reach_kafka(settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
+    _reach_kafka(
+        settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions, settings.kafka_security)
+    )
     asyncio.set_event_loop(asyncio.new_event_loop())
     app = create_app(settings, config, exit_when_idle=exit_when_idle, metrics_addr=metrics_addr)
     # Logging is ours (services/logging.py): Faust's records go through structlog, at WARNING unless we debug.
@@ -168,6 +170,7 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
             bootstrap=settings.kafka_bootstrap,
             topic=topic or settings.events_topic,
             partitions=settings.partitions,
+            security=settings.kafka_security,
         ),
     )
     click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)

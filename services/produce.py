@@ -12,14 +12,19 @@ from aiokafka import AIOKafkaProducer
 
 from domain.events import DEFAULT_CLUSTER, peek_cluster
 from services.inputs import marker_clusters
+from services.kafka_security import PLAINTEXT, KafkaSecurity
 from services.pipeline import CLOCK_HEADER, CLOCK_STREAM, Record
 from services.stream.topics import ensure_topics
 
 
-async def produce(records: list[Record], *, bootstrap: str, topic: str, partitions: int) -> int:
-    await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], partitions)
+async def produce(
+    records: list[Record], *, bootstrap: str, topic: str, partitions: int, security: KafkaSecurity = PLAINTEXT
+) -> int:
+    await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], partitions, security)
     external = marker_clusters(records)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=5)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=5, **security.client_options()
+    )
     await producer.start()
     try:
         futures = []

@@ -21,11 +21,14 @@ from typing import Any
 
 import faust
 import msgspec
+from faust.auth import SASLCredentials, SSLCredentials
 from faust.types import TP
+from faust.types.auth import CredentialsT
 
 from domain.scheduler.config import SchedulerConfig
 from services import logging as log
 from services.config import Settings
+from services.kafka_security import KafkaSecurity
 from services.observe.observer import Observer
 from services.observe.server import ObserveService
 from services.pipeline import (
@@ -190,6 +193,20 @@ class StreamService:
         return time.monotonic() - self.last_activity
 
 
+def broker_credentials(security: KafkaSecurity) -> CredentialsT | None:
+    """Faust's form of the Kafka security settings (None: plaintext)."""
+    if security.uses_sasl:
+        return SASLCredentials(
+            username=security.username,
+            password=security.password,
+            ssl_context=security.ssl_context(),
+            mechanism=security.mechanism,
+        )
+    if security.uses_ssl:
+        return SSLCredentials(security.ssl_context())
+    return None
+
+
 def create_app(
     settings: Settings,
     config: SchedulerConfig,
@@ -200,6 +217,7 @@ def create_app(
     app = faust.App(
         settings.app_id,
         broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
+        broker_credentials=broker_credentials(settings.kafka_security),
         value_serializer="raw",
         key_serializer="raw",
         store="memory://",

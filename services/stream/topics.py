@@ -8,9 +8,11 @@ import contextlib
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from services.kafka_security import PLAINTEXT, KafkaSecurity
 
-async def ensure_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+
+async def ensure_topics(bootstrap: str, names: list[str], partitions: int, security: KafkaSecurity = PLAINTEXT) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security.client_options())
     await admin.start()
     try:
         existing = set(await admin.list_topics())

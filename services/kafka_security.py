@@ -1,0 +1,115 @@
+"""KafkaSecurity: how every Kafka client of ours (worker, produce, watch, apply, the topic
+admin) authenticates and encrypts, from environment variables:
+
+| variable | values |
+|---|---|
+| SCHEDSTREAM_KAFKA_SECURITY_PROTOCOL | PLAINTEXT (default), SSL, SASL_PLAINTEXT, SASL_SSL |
+| SCHEDSTREAM_KAFKA_SASL_MECHANISM | PLAIN (default), SCRAM-SHA-256, SCRAM-SHA-512 |
+| SCHEDSTREAM_KAFKA_SASL_USERNAME, SCHEDSTREAM_KAFKA_SASL_PASSWORD | the SASL user |
+| SCHEDSTREAM_KAFKA_SSL_CAFILE | CA bundle to trust (default: the system's) |
+| SCHEDSTREAM_KAFKA_SSL_CERTFILE, SCHEDSTREAM_KAFKA_SSL_KEYFILE | client certificate and key (mutual TLS) |
+| SCHEDSTREAM_KAFKA_SSL_KEY_PASSWORD | the key's password, if it has one |
+
+``client_options()`` gives the keyword arguments of aiokafka's clients, and
+``services.stream.app`` turns the same settings into Faust's ``broker_credentials``.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+PREFIX = "SCHEDSTREAM_KAFKA_"
+
+
+class KafkaSecurityError(ValueError):
+    """A Kafka security setting that cannot be used, named with its variable."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSecurity:
+    protocol: str = "PLAINTEXT"
+    mechanism: str = "PLAIN"
+    username: str = ""
+    password: str = ""
+    ca_file: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    key_password: str = ""
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> KafkaSecurity:
+        def get(name: str, default: str = "") -> str:
+            return env.get(PREFIX + name, default)
+
+        security = cls(
+            protocol=get("SECURITY_PROTOCOL", "PLAINTEXT").upper(),
+            mechanism=get("SASL_MECHANISM", "PLAIN").upper(),
+            username=get("SASL_USERNAME"),
+            password=get("SASL_PASSWORD"),
+            ca_file=get("SSL_CAFILE"),
+            cert_file=get("SSL_CERTFILE"),
+            key_file=get("SSL_KEYFILE"),
+            key_password=get("SSL_KEY_PASSWORD"),
+        )
+        security.check()
+        return security
+
+    def check(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise KafkaSecurityError(
+                f"{PREFIX}SECURITY_PROTOCOL={self.protocol!r} is not one of {', '.join(PROTOCOLS)}"
+            )
+        if self.uses_sasl:
+            if self.mechanism not in MECHANISMS:
+                raise KafkaSecurityError(
+                    f"{PREFIX}SASL_MECHANISM={self.mechanism!r} is not one of {', '.join(MECHANISMS)}"
+                )
+            if not self.username or not self.password:
+                raise KafkaSecurityError(
+                    f"{PREFIX}SECURITY_PROTOCOL={self.protocol} needs {PREFIX}SASL_USERNAME and {PREFIX}SASL_PASSWORD"
+                )
+        if self.uses_ssl:
+            for name, path in (("SSL_CAFILE", self.ca_file), ("SSL_CERTFILE", self.cert_file),
+                               ("SSL_KEYFILE", self.key_file)):  # fmt: skip
+                if path and not Path(path).is_file():
+                    raise KafkaSecurityError(f"{PREFIX}{name}={path!r}: no such file")
+            if bool(self.cert_file) != bool(self.key_file):
+                raise KafkaSecurityError(f"{PREFIX}SSL_CERTFILE and {PREFIX}SSL_KEYFILE go together")
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of SSL and SASL_SSL: the CA bundle (or the system's) and the client certificate."""
+        if not self.uses_ssl:
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file or None)
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file, self.key_password or None)
+        return context
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for aiokafka's producer, consumer and admin client."""
+        options: dict[str, Any] = {"security_protocol": self.protocol}
+        if self.uses_ssl:
+            options["ssl_context"] = self.ssl_context()
+        if self.uses_sasl:
+            options.update(
+                sasl_mechanism=self.mechanism, sasl_plain_username=self.username, sasl_plain_password=self.password
+            )
+        return options
+
+
+PLAINTEXT = KafkaSecurity()
+"""No authentication, no encryption: the default."""
