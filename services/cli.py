@@ -138,16 +138,30 @@ def worker(
 
 
 def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work``; a broker that cannot be reached is a clear error, not a traceback."""
-    from aiokafka.errors import KafkaConnectionError
+    """Run ``work``; a broker that cannot be reached or refuses our login is a clear error, not a traceback."""
+    from aiokafka.errors import (
+        AuthenticationFailedError,
+        KafkaConnectionError,
+        SaslAuthenticationFailed,
+        UnsupportedSaslMechanismError,
+    )
 
-    try:
-        return asyncio.run(work)
-    except KafkaConnectionError as exc:
-        raise click.ClickException(
-            f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "
-            "or set SCHEDSTREAM_KAFKA_BOOTSTRAP"
-        ) from None
+    from services.kafka_security import connection_errors
+
+    refused = (AuthenticationFailedError, SaslAuthenticationFailed, UnsupportedSaslMechanismError)
+    with connection_errors() as errors:
+        try:
+            return asyncio.run(work)
+        except KafkaConnectionError as exc:
+            failure = next((e for e in errors if isinstance(e, refused)), None)
+            if failure is not None:
+                raise click.ClickException(
+                    f"Kafka at {settings.kafka_bootstrap} refused the SCHEDSTREAM_KAFKA_SASL_* credentials ({failure})"
+                ) from None
+            raise click.ClickException(
+                f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "
+                "or set SCHEDSTREAM_KAFKA_BOOTSTRAP"
+            ) from None
 
 
 @main.command()

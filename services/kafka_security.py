@@ -16,8 +16,10 @@ admin) authenticates and encrypts, from environment variables:
 
 from __future__ import annotations
 
+import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,3 +115,29 @@ class KafkaSecurity:
 
 PLAINTEXT = KafkaSecurity()
 """No authentication, no encryption: the default."""
+
+
+class _Errors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        self.errors.extend(arg for arg in args if isinstance(arg, BaseException))
+
+
+@contextmanager
+def connection_errors() -> Iterator[list[BaseException]]:
+    """The errors aiokafka logs while connecting (a refused SASL login among them: aiokafka only
+    logs it, then gives up with a bare connection error), kept out of the log for the caller."""
+    handler = _Errors()
+    logger = logging.getLogger("aiokafka")
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler.errors
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate

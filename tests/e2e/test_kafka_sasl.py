@@ -66,5 +66,9 @@ def test_a_wrong_password_is_refused(sasl_broker: LocalKafka, tmp_path: Path) ->
         [SCHEDSTREAM, "produce", str(EXAMPLE)], env=deployment.env, capture_output=True, text=True, timeout=120,
         check=False,
     )  # fmt: skip
-    assert run.returncode != 0
-    assert "produced" not in run.stderr
+    assert run.returncode == 1
+    assert (
+        run.stderr.startswith("Error: Kafka at 127.0.0.1:")
+        and "refused the SCHEDSTREAM_KAFKA_SASL_* credentials" in run.stderr
+    )
+    assert run.stderr.count("\n") == 1, run.stderr
