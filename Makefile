@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: deps setup run test lint bench kafka-jars clean
+.PHONY: deps setup run test lint bench kafka-jars tools clean
 
 # Debian packages a fresh machine may lack (Java, Maven, python3-venv, PostgreSQL); a no-op otherwise.
 deps:
@@ -25,6 +25,10 @@ ifndef SCHEDSTREAM_KAFKA_BOOTSTRAP
 	$(PY) -m ops.local_kafka fetch
 endif
 
+# helm and kubeconform (the chart's test), built from their Go modules at pinned versions into .local/tools.
+tools: setup
+	$(PY) -m ops.go_tools
+
 run: setup kafka-jars
 	$(PY) -m ops.run_example
 
@@ -33,7 +37,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-test: setup kafka-jars lint
+test: setup kafka-jars tools lint
 	$(PY) -m pytest
 
 bench: setup
