@@ -146,8 +146,12 @@ def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
         UnsupportedSaslMechanismError,
     )
 
-    from services.kafka_security import connection_errors
+    from services.kafka_security import KafkaSecurityError, connection_errors
 
+    try:
+        settings.kafka_security.check()
+    except KafkaSecurityError as exc:
+        raise click.UsageError(str(exc)) from None
     refused = (AuthenticationFailedError, SaslAuthenticationFailed, UnsupportedSaslMechanismError)
     with connection_errors() as errors:
         try:

@@ -57,7 +57,7 @@ class KafkaSecurity:
         def get(name: str, default: str = "") -> str:
             return env.get(PREFIX + name, default)
 
-        security = cls(
+        return cls(
             protocol=get("SECURITY_PROTOCOL", "PLAINTEXT").upper(),
             mechanism=get("SASL_MECHANISM", "PLAIN").upper(),
             username=get("SASL_USERNAME"),
@@ -67,10 +67,10 @@ class KafkaSecurity:
             key_file=get("SSL_KEYFILE"),
             key_password=get("SSL_KEY_PASSWORD"),
         )
-        security.check()
-        return security
 
     def check(self) -> None:
+        """Raise KafkaSecurityError, naming the variable, for settings that cannot work (checked
+        by the commands that talk to Kafka, before they connect)."""
         if self.protocol not in PROTOCOLS:
             raise KafkaSecurityError(
                 f"{PREFIX}SECURITY_PROTOCOL={self.protocol!r} is not one of {', '.join(PROTOCOLS)}"

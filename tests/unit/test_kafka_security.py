@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ssl
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from services.kafka_security import KafkaSecurity, KafkaSecurityError
 from services.stream.app import broker_credentials
 
 P = "SCHEDSTREAM_KAFKA_"
+SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
 
 
 def test_without_settings_the_clients_use_plaintext() -> None:
@@ -92,5 +94,16 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_a_setting_that_cannot_work_is_refused_by_name(case: Case) -> None:
+    security = KafkaSecurity.from_env(case.env)
     with pytest.raises(KafkaSecurityError, match=case.want_error.replace("(", r"\(")):
-        KafkaSecurity.from_env(case.env)
+        security.check()
+
+
+def test_a_bad_setting_is_a_one_line_usage_error_of_the_commands_that_use_kafka(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    env = {"PATH": "/usr/bin:/bin", f"{P}SECURITY_PROTOCOL": "SASL_SSL", f"{P}SASL_USERNAME": "alice"}
+    run = subprocess.run([SCHEDSTREAM, "produce", str(events)], env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 2
+    assert f"needs {P}SASL_USERNAME and {P}SASL_PASSWORD" in run.stderr
+    assert "Traceback" not in run.stderr
