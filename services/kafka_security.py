@@ -117,27 +117,39 @@ PLAINTEXT = KafkaSecurity()
 """No authentication, no encryption: the default."""
 
 
-class _Errors(logging.Handler):
+class _RefusedLogins(logging.Filter):
+    """Keeps the refused-login errors aiokafka's client logs out of the log, and remembers them."""
+
     def __init__(self) -> None:
         super().__init__()
         self.errors: list[BaseException] = []
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
-        self.errors.extend(arg for arg in args if isinstance(arg, BaseException))
+        refused = [arg for arg in args if isinstance(arg, BaseException) and _is_refused_login(arg)]
+        self.errors.extend(refused)
+        return not refused
+
+
+def _is_refused_login(error: BaseException) -> bool:
+    from aiokafka.errors import (  # noqa: PLC0415 - aiokafka is loaded only by the commands that talk to Kafka
+        AuthenticationFailedError,
+        SaslAuthenticationFailed,
+        UnsupportedSaslMechanismError,
+    )
+
+    return isinstance(error, AuthenticationFailedError | SaslAuthenticationFailed | UnsupportedSaslMechanismError)
 
 
 @contextmanager
-def connection_errors() -> Iterator[list[BaseException]]:
-    """The errors aiokafka logs while connecting (a refused SASL login among them: aiokafka only
-    logs it, then gives up with a bare connection error), kept out of the log for the caller."""
-    handler = _Errors()
-    logger = logging.getLogger("aiokafka")
-    propagate = logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
+def refused_logins() -> Iterator[list[BaseException]]:
+    """The logins the broker refused while the block ran. aiokafka only logs such a refusal and then
+    gives up with a bare connection error; the caller names the credentials instead. Every other
+    record of aiokafka's goes to the log as usual."""
+    refusals = _RefusedLogins()
+    logger = logging.getLogger("aiokafka.client")
+    logger.addFilter(refusals)
     try:
-        yield handler.errors
+        yield refusals.errors
     finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
+        logger.removeFilter(refusals)
