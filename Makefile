@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: deps setup run test lint bench faults kafka-jars clean
+.PHONY: deps setup run test lint bench faults kafka-jars kube-bin tools clean
 
 # Debian packages a fresh machine may lack (Java, Maven, python3-venv, PostgreSQL); a no-op otherwise.
 deps:
@@ -25,6 +25,16 @@ ifndef SCHEDSTREAM_KAFKA_BOOTSTRAP
 	$(PY) -m ops.local_kafka fetch
 endif
 
+# The local Kubernetes API server's binaries (ops/local_kube.py), unless you bring your own cluster.
+kube-bin: setup
+ifndef SCHEDSTREAM_KUBECONFIG
+	$(PY) -m ops.local_kube build
+endif
+
+# helm and kubeconform (the chart's test), built from their Go modules at pinned versions into .local/tools.
+tools: setup
+	$(PY) -m ops.go_tools
+
 run: setup kafka-jars
 	$(PY) -m ops.run_example
 
@@ -33,7 +43,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-test: setup kafka-jars lint
+test: setup kafka-jars kube-bin tools lint
 	$(PY) -m pytest
 
 # The full fault suite (tests/faults/suite.py): 100k+ events, 20 worker kills, broker and

@@ -11,6 +11,11 @@ until the broker answers a metadata request.  From the shell::
 
 ``start`` detaches: the broker keeps running after the command exits, until ``stop``.
 If SCHEDSTREAM_KAFKA_BOOTSTRAP is already set, ``start`` starts nothing and echoes it.
+
+``LocalKafka(dir, sasl_users={"alice": "secret"})`` adds a SASL_PLAINTEXT listener
+(``sasl_bootstrap``) that accepts those users with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+(the SCRAM credentials are written when the data directory is formatted); the PLAINTEXT
+listener stays as it is, and without ``sasl_users`` nothing changes.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,12 +113,14 @@ def fetch_jars(repo_root: Path | None = None) -> Path:
 class LocalKafka:
     """A single-node KRaft broker whose config, data and logs live in ``workdir``."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, sasl_users: Mapping[str, str] | None = None) -> None:
         self.workdir = workdir.resolve()
         self.start_seconds: float | None = None
+        self.sasl_users = dict(sasl_users or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._bootstrap: str | None = None
-        self._ports: tuple[int, int] | None = None  # kept for a restart by this object: clients reconnect
+        self._ports: tuple[int, ...] | None = None  # kept for a restart by this object: clients reconnect
+        self._sasl_bootstrap: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -121,6 +128,13 @@ class LocalKafka:
         if self._bootstrap is None:
             raise LocalKafkaError(f"no broker started from {self.workdir} by this object")
         return self._bootstrap
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """``127.0.0.1:PORT`` of the SASL_PLAINTEXT listener (only with ``sasl_users``)."""
+        if self._sasl_bootstrap is None:
+            raise LocalKafkaError(f"no broker with a SASL listener started from {self.workdir} by this object")
+        return self._sasl_bootstrap
 
     @property
     def _props(self) -> Path:
@@ -196,10 +210,13 @@ class LocalKafka:
         jars = fetch_jars()
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        port, controller_port = self._ports or _free_ports(2)
-        self._ports = (port, controller_port)
+        port, controller_port, *sasl_port = self._ports or _free_ports(3 if self.sasl_users else 2)
+        self._ports = (port, controller_port, *sasl_port)
         bootstrap = f"127.0.0.1:{port}"
-        self._props.write_text(_server_properties(port, controller_port, self.workdir / "data"))
+        properties = _server_properties(port, controller_port, self.workdir / "data")
+        if sasl_port:
+            properties = _with_sasl(properties, sasl_port[0], self.sasl_users)
+        self._props.write_text(properties)
         jvm = [
             java,
             f"-Dkafka.logs.dir={logs}",
@@ -225,6 +242,7 @@ class LocalKafka:
             self._halt(self._proc.pid, signal.SIGKILL, time.monotonic() + 10)
             raise
         self._bootstrap = bootstrap
+        self._sasl_bootstrap = f"127.0.0.1:{sasl_port[0]}" if sasl_port else None
         return bootstrap
 
     def _stop(self, timeout: float) -> None:
@@ -249,7 +267,21 @@ class LocalKafka:
 
     def _format(self, jvm: list[str]) -> None:
         formatted = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", _cluster_id(), "--config", str(self._props)],
+            [
+                *jvm,
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                _cluster_id(),
+                "--config",
+                str(self._props),
+                *(
+                    arg
+                    for user, password in sorted(self.sasl_users.items())
+                    for mechanism in SCRAM
+                    for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")
+                ),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -315,6 +347,31 @@ def _server_properties(port: int, controller_port: int, data: Path) -> str:
             "",
         ]
     )
+
+
+SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _with_sasl(properties: str, port: int, users: Mapping[str, str]) -> str:
+    """``properties`` with a SASL_PLAINTEXT listener on ``port`` for ``users`` (PLAIN and SCRAM)."""
+    suffixes = {
+        "listeners": f",SASL_PLAINTEXT://127.0.0.1:{port}",
+        "advertised.listeners": f",SASL_PLAINTEXT://127.0.0.1:{port}",
+        "listener.security.protocol.map": ",SASL_PLAINTEXT:SASL_PLAINTEXT",
+    }
+    out = [line + suffixes.get(line.partition("=")[0], "") for line in properties.splitlines()]
+    plain_users = " ".join(f'user_{user}="{password}"' for user, password in sorted(users.items()))
+    prefix = "listener.name.sasl_plaintext"
+    out += [
+        "sasl.enabled.mechanisms=PLAIN," + ",".join(SCRAM),
+        f"{prefix}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f"{plain_users};",
+        *(
+            f"{prefix}.{m.lower()}.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            for m in SCRAM
+        ),
+    ]
+    return "\n".join([*out, ""])
 
 
 @contextlib.contextmanager

@@ -32,6 +32,13 @@ def load_config(path: Path | None) -> SchedulerConfig:
         raise click.BadParameter(f"{path}: {exc}", param_hint="--config") from None
 
 
+def configure_logging(settings: Settings) -> None:
+    try:
+        log.configure(settings.log_level, settings.log_format)
+    except log.LogConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 config_option = click.option(
     "--config",
     "config_path",
@@ -63,7 +70,7 @@ def replay(
     from services.replay import StoreNotEmpty, replay_records
 
     settings = Settings.from_env()
-    log.configure(settings.log_level, settings.log_format)
+    configure_logging(settings)
     logger = log.get("schedstream.replay")
     config = load_config(config_path)
     try:
@@ -91,7 +98,13 @@ def replay(
 @config_option
 @click.option("--db", "db_url", help="Store URL (default: $SCHEDSTREAM_DB_URL or sqlite:///schedstream.db).")
 @click.option("--exit-when-idle", type=float, help="Stop cleanly after this many seconds without input.")
-def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float | None) -> None:
+@click.option(
+    "--metrics-addr",
+    help="HOST:PORT for /metrics, /healthz, /readyz and the status page (default: $SCHEDSTREAM_METRICS_ADDR; off).",
+)
+def worker(
+    config_path: Path | None, db_url: str | None, exit_when_idle: float | None, metrics_addr: str | None
+) -> None:
     """Run the streaming service on Kafka (cluster-events -> scheduler-decisions)."""
     import faust
 
@@ -102,50 +115,80 @@ def worker(config_path: Path | None, db_url: str | None, exit_when_idle: float |
     settings = Settings.from_env()
     if db_url:
         settings = replace(settings, db_url=db_url)
-    log.configure(settings.log_level, settings.log_format)
+    configure_logging(settings)
+    metrics_addr = metrics_addr or settings.metrics_addr or None
+    if metrics_addr:
+        from services.observe.server import parse_addr
+
+        try:
+            parse_addr(metrics_addr)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--metrics-addr") from None
     config = load_config(config_path)
     try:
         upgrade_when_reachable(settings.db_url, settings.db_wait).close()
     except DatabaseUnreachable as exc:
         raise click.ClickException(str(exc)) from None
     topics = [settings.events_topic, settings.dlq_topic, settings.decisions_topic]
-    _reach_kafka(settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions))
+    _reach_kafka(
+        settings, ensure_topics(settings.kafka_bootstrap, topics, settings.partitions, settings.kafka_security)
+    )
     asyncio.set_event_loop(asyncio.new_event_loop())
-    app = create_app(settings, config, exit_when_idle=exit_when_idle)
-    # Faust's own log stays at WARNING unless we debug; our structlog lines say what happens.
-    faust_level = "DEBUG" if settings.log_level == "debug" else "WARNING"
-    faust.Worker(app, loglevel=faust_level, quiet=True).execute_from_commandline()
+    app = create_app(settings, config, exit_when_idle=exit_when_idle, metrics_addr=metrics_addr)
+    # Logging is ours (services/logging.py): Faust's records go through structlog, at WARNING unless we debug.
+    faust_worker = faust.Worker(app, quiet=True, override_logging=False)
+    faust_worker.spinner = None  # it writes cursor escape codes even into a file
+    faust_worker.execute_from_commandline()
 
 
 def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work``; a broker that cannot be reached is a clear error, not a traceback."""
+    """Run ``work``; a broker that cannot be reached or refuses our login is a clear error, not a traceback."""
     from aiokafka.errors import KafkaConnectionError
 
     from services.errors import bootstrap_quietly
+    from services.kafka_security import KafkaSecurityError, refused_logins
 
     try:
-        with bootstrap_quietly():
+        settings.kafka_security.check()
+    except KafkaSecurityError as exc:
+        raise click.UsageError(str(exc)) from None
+    with refused_logins() as refused, bootstrap_quietly():
+        try:
             return asyncio.run(work)
-    except KafkaConnectionError as exc:
-        raise click.ClickException(
-            f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "
-            "or set SCHEDSTREAM_KAFKA_BOOTSTRAP"
-        ) from None
+        except KafkaConnectionError as exc:
+            if refused:
+                raise click.ClickException(
+                    f"Kafka at {settings.kafka_bootstrap} refused the SCHEDSTREAM_KAFKA_SASL_* credentials "
+                    f"({refused[0]})"
+                ) from None
+            raise click.ClickException(
+                f"cannot reach Kafka at {settings.kafka_bootstrap} ({exc}); start one (make run does) "
+                "or set SCHEDSTREAM_KAFKA_BOOTSTRAP"
+            ) from None
 
 
 @main.command()
 @click.argument("files", nargs=-1, required=True)
 @click.option("--topic", help="Events topic (default: $SCHEDSTREAM_EVENTS_TOPIC or cluster-events).")
 def produce(files: tuple[str, ...], topic: str | None) -> None:
-    """Feed event FILES ('-' is stdin) into the events topic, one message per line."""
-    from services.inputs import read_records
+    """Feed event FILES ('-' is stdin) into the events topic, one message per line.
+
+    A lone '-' is streamed: each line is sent as it arrives (e.g. from `kubectl get --raw ... -w`).
+    """
+    from services.inputs import marker_clusters, read_records
     from services.produce import produce as run_produce
+    from services.produce import stream_lines
 
     settings = Settings.from_env()
-    try:
-        records = read_records(files)
-    except OSError as exc:
-        raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
+    if files == ("-",):
+        records: Any = stream_lines("-", sys.stdin.buffer)
+        external = None
+    else:
+        try:
+            records = read_records(files)
+        except OSError as exc:
+            raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
+        external = marker_clusters(records)
     produced = _reach_kafka(
         settings,
         run_produce(
@@ -153,12 +196,64 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
             bootstrap=settings.kafka_bootstrap,
             topic=topic or settings.events_topic,
             partitions=settings.partitions,
+            external=external,
+            security=settings.kafka_security,
         ),
     )
     for reject in produced.rejects:
         click.echo(f"{reject.position}: {reject.reason}", err=True)
     dlq = f"; {len(produced.rejects)} too large, sent to its DLQ" if produced.rejects else ""
     click.echo(f"produced {produced.sent} messages to {topic or settings.events_topic}{dlq}", err=True)
+
+
+@main.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path),
+              help="Kubeconfig (default: $KUBECONFIG or ~/.kube/config; in a pod: in-cluster config).")  # fmt: skip
+@click.option("--context", help="Kubeconfig context (default: its current context).")
+@click.option("--cluster", required=True, help="Cluster name: the lines' `cluster` and their Kafka key.")
+@click.option("--topic", help="Events topic (default: $SCHEDSTREAM_EVENTS_TOPIC or cluster-events).")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Progress file for resuming (default: $SCHEDSTREAM_DATA_DIR/watch-CLUSTER.json).")  # fmt: skip
+@click.option("--queue-size", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Lines held between the API server and Kafka at most (backpressure).")  # fmt: skip
+@click.option("--watch-timeout", default=300, show_default=True, type=click.IntRange(min=1),
+              help="Seconds each watch request lasts before it is renewed (a BOOKMARK comes just before).")  # fmt: skip
+def watch(
+    *,
+    kubeconfig: Path | None,
+    context: str | None,
+    cluster: str,
+    topic: str | None,
+    state_path: Path | None,
+    queue_size: int,
+    watch_timeout: int,
+) -> None:
+    """List+watch a Kubernetes cluster into the events topic (CONTRACT section 1 lines)."""
+    from services.kube.client import KubeError, connect
+    from services.kube.state import StateError
+    from services.kube.watch import WatchOptions, run_watch
+
+    settings = Settings.from_env()
+    configure_logging(settings)
+    options = WatchOptions(
+        cluster=cluster,
+        topic=topic or settings.events_topic,
+        bootstrap=settings.kafka_bootstrap,
+        partitions=settings.partitions,
+        state_path=state_path or settings.data_dir / f"watch-{cluster}.json",
+        queue_size=queue_size,
+        watch_timeout=watch_timeout,
+        security=settings.kafka_security,
+    )
+
+    async def run() -> None:
+        async with connect(kubeconfig, context) as kube:
+            await run_watch(kube, options)
+
+    try:
+        _reach_kafka(settings, run())
+    except (KubeError, StateError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command()

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.kafka_security import PLAINTEXT, KafkaSecurity
+
 DEFAULT_DB_URL = "sqlite:///schedstream.db"
 # The numeric settings, checked before use so that a malformed one is named, not a traceback:
 # name -> (type, whether 0 is allowed; negatives never are).
@@ -43,6 +45,8 @@ class Settings:
     data_dir: Path = Path(".schedstream")
     log_format: str = "auto"
     log_level: str = "info"
+    kafka_security: KafkaSecurity = PLAINTEXT  # SASL / SSL (services/kafka_security.py)
+    metrics_addr: str = ""  # HOST:PORT of the worker's /metrics, health and status page; off when empty
 
     @property
     def dlq_topic(self) -> str:
@@ -69,6 +73,8 @@ class Settings:
             data_dir=Path(e.get("SCHEDSTREAM_DATA_DIR", str(d.data_dir))),
             log_format=e.get("SCHEDSTREAM_LOG_FORMAT", d.log_format),
             log_level=e.get("SCHEDSTREAM_LOG_LEVEL", d.log_level),
+            kafka_security=KafkaSecurity.from_env(e),
+            metrics_addr=e.get("SCHEDSTREAM_METRICS_ADDR", d.metrics_addr),
         )
 
 

@@ -1,5 +1,10 @@
 """Logging: structlog, configured once. Human-readable on a terminal, JSON lines otherwise;
-call sites bind cluster, seq, partition and offset so every line says where it came from."""
+call sites bind cluster, seq, partition and offset so every line says where it came from.
+
+The standard library's root logger goes through the same structlog processors, so the records
+of Faust, mode and aiokafka come out in the same format as ours (JSON off a terminal, never
+with colour or cursor escape codes), on standard error.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +13,54 @@ import sys
 
 import structlog
 
+FORMATS = ("auto", "console", "json")
+LEVELS = ("debug", "info", "warning", "error", "critical")
+LIBRARIES = ("faust", "mode", "aiokafka", "kafka")  # their own logs stay at WARNING unless we debug
+
+
+class LogConfigError(ValueError):
+    """An invalid SCHEDSTREAM_LOG_FORMAT or SCHEDSTREAM_LOG_LEVEL."""
+
 
 def configure(level: str = "info", fmt: str = "auto") -> None:
     """``fmt``: "console", "json", or "auto" (console when stderr is a terminal)."""
+    if fmt not in FORMATS:
+        raise LogConfigError(f"SCHEDSTREAM_LOG_FORMAT={fmt!r} is not one of {', '.join(FORMATS)}")
+    if level.lower() not in LEVELS:
+        raise LogConfigError(f"SCHEDSTREAM_LOG_LEVEL={level!r} is not one of {', '.join(LEVELS)}")
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
+    shared: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        if use_console
+        else structlog.processors.JSONRenderer()
     )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *([] if use_console else [structlog.processors.format_exc_info]),
+                renderer,
+            ],
+        )
+    )
+    numeric = logging.getLevelNamesMapping()[level.upper()]
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    for library in LIBRARIES:
+        logging.getLogger(library).setLevel(numeric if numeric <= logging.DEBUG else logging.WARNING)
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
 

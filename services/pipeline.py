@@ -9,7 +9,8 @@ are skipped, which makes at-least-once redelivery harmless.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +142,7 @@ class Pipeline:
         self.elsewhere: set[str] = set()  # stored clusters left to the group's other members at restore
         self.engine = self._new_engine()
         self.progress = store.progress(consumer)
+        self.on_cycle: Callable[[float], None] | None = None  # told each cycle's duration (seconds)
 
     def _new_engine(self) -> Engine:
         return Engine(self.config, on_markers=lambda c: self.clocks.get(c, self.default_clock) != CLOCK_NONE)
@@ -246,6 +248,7 @@ class Pipeline:
         self.clocks.setdefault(cluster, self.default_clock)
         if record.partition is not None:
             self.partitions[cluster] = record.partition
+        started = time.perf_counter()
         try:
             processed = self.engine.handle(event)
         except MemoryError:
@@ -254,6 +257,9 @@ class Pipeline:
             self._rebuild(cluster, batch)
             self._reject(record, f"cannot fold: {type(exc).__name__}: {exc}", batch, result)
             return
+        cycled = isinstance(event, ScheduleMarker) or not self.engine.state(cluster).on_markers
+        if self.on_cycle is not None and cycled:
+            self.on_cycle(time.perf_counter() - started)
         result.events += 1
         batch.events.append(_event_row(event, cluster, processed.seq, record))
         batch.clusters[cluster] = {

@@ -2,7 +2,7 @@
 name), and a cluster's SCHEDULE markers by type, without scanning the cluster's whole stream.
 
 Revision ID: 20261123_explain_object_index
-Revises: 20261121_snapshots
+Revises: 20261123_outbox_parked
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "20261123_explain_object_index"
-down_revision = "20261121_snapshots"
+down_revision = "20261123_outbox_parked"
 branch_labels = None
 depends_on = None
 

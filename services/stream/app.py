@@ -21,12 +21,26 @@ from typing import Any
 
 import faust
 import msgspec
+from faust.auth import SASLCredentials, SSLCredentials
 from faust.types import TP
+from faust.types.auth import CredentialsT
 
 from domain.scheduler.config import SchedulerConfig
 from services import logging as log
 from services.config import Settings
-from services.pipeline import CLOCK_HEADER, CLOCK_NONE, CLOCK_STREAM, CLOCK_TIMER, ORIGIN_HEADER, Pipeline, Record
+from services.kafka_security import KafkaSecurity
+from services.observe.observer import Observer
+from services.observe.server import ObserveService
+from services.pipeline import (
+    CLOCK_HEADER,
+    CLOCK_NONE,
+    CLOCK_STREAM,
+    CLOCK_TIMER,
+    ORIGIN_HEADER,
+    BatchResult,
+    Pipeline,
+    Record,
+)
 from services.store.store import Store
 from services.stream import log_limit
 from services.stream.topics import MESSAGE_LIMIT, refused
@@ -64,11 +78,14 @@ class StreamService:
         self.owned: set[int] = set()  # partitions of the events topic assigned to this worker
         self.ready = asyncio.Event()  # set once the current assignment's state is restored
         self.own_markers: set[tuple[int, int]] = set()  # (partition, offset) of our timer's markers
+        self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()))
+        self.pipeline.on_cycle = self.observer.cycle
 
     async def on_assigned(self, assigned: set[TP]) -> None:
         """Own the new assignment: rebuild state and progress from the store, and refuse to run if
         the consumer group already committed past what the store holds (a store restored from an
         older backup, or a new store under an old group): that would skip events silently."""
+        self.observer.assigned(False)
         self.owned = {tp.partition for tp in assigned if tp.topic == self.settings.events_topic}
         started = time.monotonic()
         # Off the event loop: a long restore must not starve the heartbeats (the group would
@@ -96,6 +113,7 @@ class StreamService:
                 os._exit(78)
         self.ready.set()
         self.last_activity = time.monotonic()  # waiting for the group is not idleness
+        self.observer.assigned(True)
 
     async def handle(self, events: Sequence[faust.types.EventT]) -> None:
         await self.ready.wait()
@@ -117,7 +135,9 @@ class StreamService:
                     external_clock=external,
                 )
             )
+        started = time.perf_counter()
         result = self.pipeline.process(records)
+        self._observe(records[-1], result, time.perf_counter() - started)
         for reject in result.rejects:
             logger.warning("rejected", position=reject.position, reason=reject.reason)
         for decision in result.decisions:
@@ -139,6 +159,19 @@ class StreamService:
             decisions=len(result.decisions),
         )
         await self.flush_outbox()
+
+    def _observe(self, last: Record, result: BatchResult, seconds: float) -> None:
+        highwater = self.app.consumer.highwater(TP(last.topic or "", last.partition or 0))
+        lag = None if highwater is None or last.offset is None else max(0, highwater - last.offset - 1)
+        rejects = [reject.reason for reject in result.rejects]
+        self.observer.batch(
+            last.partition or 0,
+            events=result.events,
+            decisions=result.decisions,
+            rejects=rejects,
+            seconds=seconds,
+            lag=lag,
+        )
 
     async def flush_outbox(self) -> None:
         """Publish what the outbox holds, in commit order, then forget it. A row the broker
@@ -221,10 +254,31 @@ class StreamService:
         return True
 
 
-def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: float | None = None) -> faust.App:
+def broker_credentials(security: KafkaSecurity) -> CredentialsT | None:
+    """Faust's form of the Kafka security settings (None: plaintext)."""
+    if security.uses_sasl:
+        return SASLCredentials(
+            username=security.username,
+            password=security.password,
+            ssl_context=security.ssl_context(),
+            mechanism=security.mechanism,
+        )
+    if security.uses_ssl:
+        return SSLCredentials(security.ssl_context())
+    return None
+
+
+def create_app(
+    settings: Settings,
+    config: SchedulerConfig,
+    *,
+    exit_when_idle: float | None = None,
+    metrics_addr: str | None = None,
+) -> faust.App:
     app = faust.App(
         settings.app_id,
         broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
+        broker_credentials=broker_credentials(settings.kafka_security),
         value_serializer="raw",
         key_serializer="raw",
         store="memory://",
@@ -244,6 +298,8 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
     log_limit.install()
     store = Store(settings.db_url)
     service = StreamService(app, settings, config, store)
+    if metrics_addr:
+        app.add_dependency(ObserveService(metrics_addr, service.observer))
     events_topic = app.topic(settings.events_topic, value_serializer="raw", key_serializer="raw")
 
     @app.task
@@ -263,6 +319,10 @@ def create_app(settings: Settings, config: SchedulerConfig, *, exit_when_idle: f
 
     if settings.schedule_period > 0:
         app.timer(settings.schedule_period)(service.tick)
+
+    @app.on_partitions_revoked.connect
+    async def revoked(_app: faust.App, revoked: set[TP], **_: Any) -> None:
+        service.observer.assigned(False)  # ready again once the new assignment is restored
 
     @app.on_partitions_assigned.connect
     async def assigned(_app: faust.App, assigned: set[TP], **_: Any) -> None:

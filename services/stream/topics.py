@@ -14,6 +14,8 @@ from aiokafka.errors import (
     TopicAlreadyExistsError,
 )
 
+from services.kafka_security import PLAINTEXT, KafkaSecurity
+
 # A Kubernetes object may be 1.5 MB (etcd's request limit); a message carries one object and its
 # envelope. Producers, topics, the local broker and consumers all allow this much.
 MESSAGE_LIMIT = 2 * 1024 * 1024
@@ -27,8 +29,8 @@ def refused(exc: BaseException) -> bool:
     return isinstance(exc, RECORD_REFUSED) or isinstance(exc.__cause__, RECORD_REFUSED)
 
 
-async def ensure_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+async def ensure_topics(bootstrap: str, names: list[str], partitions: int, security: KafkaSecurity = PLAINTEXT) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security.client_options())
     await admin.start()
     try:
         existing = set(await admin.list_topics())

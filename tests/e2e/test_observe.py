@@ -1,0 +1,118 @@
+"""The worker's HTTP surface on the real broker: /readyz turns ready once its partitions are
+assigned and restored, /metrics is scraped with Prometheus' own parser, the status page is
+rendered by headless Chromium (its DOM read and its screenshot's pixels checked), and the log
+written to a file is JSON from the first line to the last."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from services.store.store import Store
+from tests.e2e.test_worker import EXAMPLE, Deployment, wait_for_decisions
+from tests.integration.test_simulate import _chromium
+from tests.png import colours
+
+GANG_WAITS_AT = 25  # the example's first lines: team-a's gang runs, team-b's eval gang waits for GPUs
+READY_BADGE = (42, 125, 42)  # the page's "ready" badge (#2a7d2a)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def wait_until_ready(base: str, timeout: float = 120) -> list[int]:
+    """Poll /readyz until 200; returns the statuses seen before (503 while not ready)."""
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            status, _ = get(f"{base}/readyz")
+        except OSError:
+            time.sleep(0.1)  # not listening yet
+            continue
+        if status == 200:
+            return seen
+        seen.append(status)
+        time.sleep(0.1)
+    raise AssertionError(f"/readyz never answered 200 (saw {sorted(set(seen))})")
+
+
+def test_the_worker_serves_readiness_metrics_and_a_status_page_and_logs_json(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    deployment = Deployment(kafka_bootstrap, f"sqlite:///{tmp_path / 'worker.db'}", tmp_path)
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(EXAMPLE.read_bytes().splitlines()[:GANG_WAITS_AT]) + b"\n")
+    deployment.schedstream("produce", str(events))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    worker = deployment.start_worker("--metrics-addr", f"127.0.0.1:{port}")
+    try:
+        before = wait_until_ready(base)
+        assert set(before) <= {503}
+        wait_for_decisions(Store(deployment.db_url), 8)
+        assert get(f"{base}/healthz") == (200, "ok\n")
+
+        status, text = get(f"{base}/metrics")
+        assert status == 200
+        got = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        assert got[("volcano_unschedule_task_count", (("cluster", "c1"), ("job_id", "team-b/eval-pg")))] == 2
+        assert got[("volcano_queue_allocated_milli_cpu", (("cluster", "c1"), ("queue_name", "default")))] == 16000
+        assert got[("schedstream_decisions_total", (("kind", "Bind"),))] == 4
+        assert got[("schedstream_rejects_total", (("reason", "invalid Pod"),))] == 1
+        assert sum(v for (name, _), v in got.items() if name == "schedstream_events_consumed_total") == 24
+        assert got[("volcano_e2e_scheduling_latency_milliseconds_count", ())] == 2  # one per SCHEDULE marker
+        assert ("schedstream_batch_commit_seconds_count", ()) in got
+        assert any(name == "schedstream_consumer_lag" for name, _ in got)
+
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+        browser = [_chromium(), *flags, f"--user-data-dir={tmp_path / 'profile'}"]
+        dom = subprocess.run(
+            [*browser, "--dump-dom", f"{base}/"], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
+        waiting = dom[dom.index('id="waiting-c1"') : dom.index("</table>", dom.index('id="waiting-c1"'))]
+        assert "<td>team-b/eval-pg</td>" in waiting and "<td>NotEnoughResources</td>" in waiting
+        assert 'class="ready"' in dom
+        shot = tmp_path / "status.png"
+        subprocess.run(
+            [*browser, f"--screenshot={shot}", "--window-size=1000,900", f"{base}/"],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        width, height, pixels = colours(shot)
+        assert (width, height) == (1000, 900)
+        assert pixels[READY_BADGE] > 200  # the green badge is drawn
+        assert len(pixels) > 20  # text and tables, not a blank page
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+
+    log = (tmp_path / f"worker-{deployment.runs}.log").read_text()
+    assert "\x1b" not in log
+    lines = [json.loads(line) for line in log.splitlines() if line.strip()]
+    assert any(line["event"].startswith("serving /metrics") for line in lines)
+    assert any(line["event"] == "partitions assigned, state restored" for line in lines)

@@ -1,0 +1,136 @@
+"""The worker's observation surface without Kafka: metrics and the status page read from a
+state folded by the real engine, and the HTTP endpoints served over loopback by aiohttp."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from domain.engine import Engine
+from domain.events import InvalidEvent, parse_event
+from domain.scheduler.config import SchedulerConfig
+from services.observe.metrics import reject_class
+from services.observe.observer import Observer
+from services.observe.page import render
+from services.observe.server import make_app, parse_addr
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "volcano-gang.jsonl"
+KUEUE_FULL = ROOT / "tests" / "scenarios" / "kueue-port" / "001-single-cluster-queue-full" / "events.jsonl"
+GANG_WAITS_AT = 25  # the example's first lines: team-a's gang runs, team-b's eval gang waits for GPUs
+
+
+def observed(lines: list[bytes]) -> Observer:
+    engine = Engine(SchedulerConfig(), on_markers=lambda _: True)
+    observer = Observer(engine.clusters.values)
+    for line in lines:
+        try:
+            event = parse_event(line)
+        except InvalidEvent as exc:
+            observer.batch(0, events=0, decisions=[], rejects=[str(exc)], seconds=0.001, lag=None)
+            continue
+        processed = engine.handle(event)
+        observer.batch(0, events=1, decisions=processed.decisions, rejects=[], seconds=0.001, lag=3)
+    observer.assigned(True)
+    return observer
+
+
+def samples(observer: Observer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = generate_latest(observer.metrics.registry).decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_volcano_metrics_show_the_waiting_gang_and_what_the_queue_holds() -> None:
+    got = samples(observed(EXAMPLE.read_bytes().splitlines()[:GANG_WAITS_AT]))
+    queue = (("cluster", "c1"), ("queue_name", "default"))
+    assert got[("volcano_queue_allocated_milli_cpu", queue)] == 16000  # 4 workers x 4 cpu
+    assert got[("volcano_queue_allocated_scalar_resources", (*queue, ("resource", "nvidia.com/gpu")))] == 8000
+    assert got[("volcano_unschedule_job_count", (("cluster", "c1"),))] == 1
+    assert got[("volcano_unschedule_task_count", (("cluster", "c1"), ("job_id", "team-b/eval-pg")))] == 2
+    assert got[("volcano_schedule_attempts_total", (("result", "scheduled"),))] == 4
+    assert got[("volcano_schedule_attempts_total", (("result", "unschedulable"),))] == 1
+    assert got[("schedstream_decisions_total", (("kind", "Bind"),))] == 4
+    assert got[("schedstream_consumer_lag", (("partition", "0"),))] == 3
+    assert got[("schedstream_rejects_total", (("reason", "invalid Pod"),))] == 1
+
+
+def test_kueue_metrics_show_usage_against_quota_and_the_inadmissible_workload() -> None:
+    got = samples(observed(KUEUE_FULL.read_bytes().splitlines()))
+    quota = (("cluster", "c1"), ("cluster_queue", "sales"), ("cohort", ""), ("flavor", "default"))
+    quota += (("replica_role", "standalone"), ("resource", "cpu"))
+    assert got[("kueue_cluster_queue_resource_usage", quota)] == 40
+    assert got[("kueue_cluster_queue_nominal_quota", quota)] == 50
+    pending = (("cluster", "c1"), ("cluster_queue", "sales"), ("replica_role", "standalone"))
+    assert got[("kueue_pending_workloads", (*pending, ("status", "inadmissible")))] == 1
+    assert got[("kueue_pending_workloads", (*pending, ("status", "active")))] == 0
+    assert got[("kueue_admitted_active_workloads", pending)] == 1
+    assert got[("kueue_admission_attempts_total", (("replica_role", "standalone"), ("result", "inadmissible")))] == 1
+
+
+def test_the_status_page_lists_queues_the_waiting_gang_with_its_reason_and_recent_decisions() -> None:
+    html = render(observed(EXAMPLE.read_bytes().splitlines()[:GANG_WAITS_AT]))
+    assert '<meta http-equiv="refresh"' in html
+    assert "http://" not in html and "<script" not in html  # self-contained
+    waiting = html[html.index('id="waiting-c1"') : html.index("</table>", html.index('id="waiting-c1"'))]
+    assert "<td>team-b/eval-pg</td>" in waiting
+    assert "<td>NotEnoughResources</td>" in waiting
+    queues = html[html.index('id="queues-c1"') : html.index("</table>", html.index('id="queues-c1"'))]
+    assert "cpu: 16, memory: 64Gi, nvidia.com/gpu: 8" in queues
+    assert html.count("<td>Bind</td>") == 4
+
+
+@pytest.mark.parametrize(
+    ("reason", "want"),
+    [
+        ("not JSON: unexpected character: line 1, column 1", "not JSON"),
+        ("invalid Pod: invalid quantity 'two' - at `$.object.spec`", "invalid Pod"),
+        ("object lacks `metadata.name` - at `$.object.metadata.name`", "object lacks `metadata.name`"),
+    ],
+    ids=["not json", "invalid object", "missing name"],
+)
+def test_a_reject_reason_loses_its_detail_to_stay_a_bounded_label(reason: str, want: str) -> None:
+    assert reject_class(reason) == want
+
+
+@pytest.mark.parametrize(
+    ("addr", "want"), [("127.0.0.1:9090", ("127.0.0.1", 9090)), (":9090", ("0.0.0.0", 9090)), ("[::1]:80", ("::1", 80))]
+)
+def test_metrics_addr_is_host_and_port(addr: str, want: tuple[str, int]) -> None:
+    assert parse_addr(addr) == want
+
+
+@pytest.mark.parametrize("addr", ["9090", "localhost:http", "127.0.0.1:70000"])
+def test_a_bad_metrics_addr_is_refused(addr: str) -> None:
+    with pytest.raises(ValueError, match="is not HOST:PORT"):
+        parse_addr(addr)
+
+
+def test_the_endpoints_answer_over_http() -> None:
+    observer = observed(EXAMPLE.read_bytes().splitlines()[:GANG_WAITS_AT])
+
+    async def scrape() -> dict[str, tuple[int, str]]:
+        async with TestClient(TestServer(make_app(observer))) as client:
+            out = {}
+            for path in ("/metrics", "/healthz", "/readyz", "/"):
+                response = await client.get(path)
+                out[path] = (response.status, await response.text())
+            observer.assigned(False)
+            response = await client.get("/readyz")
+            out["not ready"] = (response.status, await response.text())
+            return out
+
+    got = asyncio.run(scrape())
+    assert got["/metrics"][0] == 200 and "volcano_queue_allocated_milli_cpu" in got["/metrics"][1]
+    assert got["/healthz"] == (200, "ok\n")
+    assert got["/readyz"] == (200, "ready\n")
+    assert got["/"][0] == 200 and "team-b/eval-pg" in got["/"][1]
+    assert got["not ready"][0] == 503
