@@ -82,25 +82,24 @@ async def apply(ctx: Context, decision: Mapping[str, Any]) -> Result:
     return Result(Outcome.STALE, f"the object kept changing ({CONFLICT_RETRIES} write conflicts)")
 
 
-async def live(ctx: Context, target: Mapping[str, str]) -> tuple[dict[str, Any] | None, Result | None]:
+async def live(ctx: Context, target: Mapping[str, str]) -> dict[str, Any] | Result:
     """The target as the server holds it now, or why the decision no longer applies to it."""
     path = object_path(target["apiVersion"], target["kind"], target.get("namespace", ""), target["name"])
     obj = await ctx.kube.get(path)
     if obj is None:
-        return None, Result(Outcome.STALE, "the object is gone")
+        return Result(Outcome.STALE, "the object is gone")
     if target.get("uid") and obj["metadata"].get("uid") != target["uid"]:
-        return None, Result(Outcome.STALE, "the object was re-created (another uid)")
+        return Result(Outcome.STALE, "the object was re-created (another uid)")
     if obj["metadata"].get("deletionTimestamp"):
-        return None, Result(Outcome.STALE, "the object is terminating")
-    return obj, None
+        return Result(Outcome.STALE, "the object is terminating")
+    scheduler = obj.get("spec", {}).get("schedulerName", "default-scheduler")
+    if target["kind"] == "Pod" and scheduler != ctx.scheduler_name:
+        return Result(Outcome.NOT_OURS, f"schedulerName is {scheduler}")
+    return obj
 
 
 def status_path(target: Mapping[str, str]) -> str:
     return object_path(target["apiVersion"], target["kind"], target.get("namespace", ""), target["name"]) + "/status"
-
-
-def is_ours_pod(ctx: Context, pod: Mapping[str, Any]) -> bool:
-    return pod.get("spec", {}).get("schedulerName", "default-scheduler") == ctx.scheduler_name
 
 
 async def is_ours_pod_group(ctx: Context, pod_group: Mapping[str, Any]) -> bool:
@@ -138,11 +137,9 @@ def merge_conditions(
 
 async def bind(ctx: Context, d: Mapping[str, Any]) -> Result:
     target, node = d["target"], d["node"]
-    pod, stale = await live(ctx, target)
-    if pod is None:
-        return stale  # type: ignore[return-value]
-    if not is_ours_pod(ctx, pod):
-        return Result(Outcome.NOT_OURS, f"schedulerName is {pod['spec'].get('schedulerName')}")
+    pod = await live(ctx, target)
+    if isinstance(pod, Result):
+        return pod
     bound = pod["spec"].get("nodeName")
     if bound:
         return Result(Outcome.ALREADY) if bound == node else Result(Outcome.CONFLICT, f"bound to {bound}")
@@ -170,11 +167,9 @@ async def write_status(ctx: Context, target: Mapping[str, str], obj: dict[str, A
 
 
 async def pod_status(ctx: Context, d: Mapping[str, Any]) -> Result:
-    pod, stale = await live(ctx, d["target"])
-    if pod is None:
-        return stale  # type: ignore[return-value]
-    if not is_ours_pod(ctx, pod):
-        return Result(Outcome.NOT_OURS, f"schedulerName is {pod['spec'].get('schedulerName')}")
+    pod = await live(ctx, d["target"])
+    if isinstance(pod, Result):
+        return pod
     if pod["spec"].get("nodeName"):
         return Result(Outcome.STALE, f"bound to {pod['spec']['nodeName']} meanwhile")
     status = pod.get("status", {})
@@ -186,9 +181,9 @@ async def pod_status(ctx: Context, d: Mapping[str, Any]) -> Result:
 
 
 async def pod_group_status(ctx: Context, d: Mapping[str, Any]) -> Result:
-    pod_group, stale = await live(ctx, d["target"])
-    if pod_group is None:
-        return stale  # type: ignore[return-value]
+    pod_group = await live(ctx, d["target"])
+    if isinstance(pod_group, Result):
+        return pod_group
     if not await is_ours_pod_group(ctx, pod_group):
         return Result(Outcome.NOT_OURS, "its Job names another scheduler")
     status = pod_group.get("status", {})
@@ -203,9 +198,9 @@ async def pod_group_status(ctx: Context, d: Mapping[str, Any]) -> Result:
 
 
 async def queue_status(ctx: Context, d: Mapping[str, Any]) -> Result:
-    queue, stale = await live(ctx, d["target"])
-    if queue is None:
-        return stale  # type: ignore[return-value]
+    queue = await live(ctx, d["target"])
+    if isinstance(queue, Result):
+        return queue
     status = queue.get("status", {})
     if status.get("state") == d["state"] and status.get("allocated") == d["allocated"]:
         return Result(Outcome.ALREADY)
@@ -216,9 +211,9 @@ async def queue_status(ctx: Context, d: Mapping[str, Any]) -> Result:
 async def workload_status(ctx: Context, d: Mapping[str, Any]) -> Result:
     """As Kueue writes it: conditions (metav1.Condition, with observedGeneration) and
     ``status.admission`` in the same write; a null admission removes it."""
-    workload, stale = await live(ctx, d["target"])
-    if workload is None:
-        return stale  # type: ignore[return-value]
+    workload = await live(ctx, d["target"])
+    if isinstance(workload, Result):
+        return workload
     status = workload.get("status", {})
     generation = workload["metadata"].get("generation", 1)
     conditions, changed = merge_conditions(
@@ -236,16 +231,14 @@ async def workload_status(ctx: Context, d: Mapping[str, Any]) -> Result:
 
 async def evict(ctx: Context, d: Mapping[str, Any]) -> Result:
     target = d["target"]
-    obj, stale = await live(ctx, target)
-    if obj is None:
-        return stale  # type: ignore[return-value]
+    obj = await live(ctx, target)
+    if isinstance(obj, Result):
+        return obj
     message = d.get("message") or d["reason"]
     if target["kind"] == "Workload":
         evicted = {"type": "Evicted", "status": "True", "reason": d["reason"], "message": message}
         kept = obj.get("status", {}).get("admission")  # Kueue's job reconciler clears it, not the evictor
         return await workload_status(ctx, {**d, "conditions": [evicted], "admission": kept})
-    if not is_ours_pod(ctx, obj):
-        return Result(Outcome.NOT_OURS, f"schedulerName is {obj['spec'].get('schedulerName')}")
     body = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
@@ -266,11 +259,9 @@ async def evict(ctx: Context, d: Mapping[str, Any]) -> Result:
 
 async def reject(ctx: Context, d: Mapping[str, Any]) -> Result:
     target = d["target"]
-    obj, stale = await live(ctx, target)
-    if obj is None:
-        return stale  # type: ignore[return-value]
-    if target["kind"] == "Pod" and not is_ours_pod(ctx, obj):
-        return Result(Outcome.NOT_OURS, f"schedulerName is {obj['spec'].get('schedulerName')}")
+    obj = await live(ctx, target)
+    if isinstance(obj, Result):
+        return obj
     created = await record_event(ctx, d["id"], target, d["reason"], d.get("message") or d["reason"], kind="Warning")
     return Result(Outcome.APPLIED if created else Outcome.ALREADY)
 
