@@ -268,13 +268,15 @@ async def reject(ctx: Context, d: Mapping[str, Any]) -> Result:
 
 async def record_gang_pending(ctx: Context, d: Mapping[str, Any], pod_group: Mapping[str, Any], message: str) -> None:
     """As Volcano does for a gang that waits: an Unschedulable event on the PodGroup, and a
-    FailedScheduling event on each of its pods that is still unbound (what kubectl describe shows)."""
+    FailedScheduling event on each of its pods of ours still unbound (what kubectl describe shows)."""
     namespace, name = pod_group["metadata"]["namespace"], pod_group["metadata"]["name"]
     await record_event(ctx, d["id"], d["target"], "Unschedulable", message, kind="Warning")
     pods = await ctx.kube.get(object_path("v1", "Pod", namespace))
     for pod in (pods or {}).get("items", []):
         meta = pod["metadata"]
-        if meta.get("annotations", {}).get(GROUP_ANNOTATION) == name and not pod["spec"].get("nodeName"):
+        spec = pod["spec"]
+        ours = spec.get("schedulerName") == ctx.scheduler_name
+        if ours and meta.get("annotations", {}).get(GROUP_ANNOTATION) == name and not spec.get("nodeName"):
             ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": meta["name"], "uid": meta["uid"]}
             await record_event(ctx, d["id"], ref, "FailedScheduling", message, kind="Warning")
 
