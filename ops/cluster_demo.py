@@ -216,22 +216,15 @@ def main() -> int:
         kube.kubectl("create", "namespace", "team-a")
         kube.kubectl("apply", "-f", "-", input=manifest(*(node(f"kwok-{i}") for i in range(3)), queue()))
         gangs = {"train": (3, "2"), "eval": (2, "1"), "huge": (2, "8")}  # huge never fits a 4-CPU node
-        for name, (size, _) in gangs.items():
-            kube.kubectl("apply", "-f", "-", input=manifest(pod_group(name, "team-a", size)))
-        print("created 3 kwok nodes (4 CPU each), queue default, podgroups train (3 x 2 CPU), eval (2 x 1 CPU),"
-              " huge (2 x 8 CPU)", flush=True)  # fmt: skip
-        created: set[str] = set()
+        for name, (size, cpu) in gangs.items():
+            # As Volcano's job controller: a PodGroup and its pods (annotation, schedulerName volcano).
+            pods = [gang_pod(f"{name}-{i}", "team-a", name, cpu) for i in range(size)]
+            kube.kubectl("apply", "-f", "-", input=manifest(pod_group(name, "team-a", size), *pods))
+        print("created 3 kwok nodes (4 CPU each), queue default, gangs train (3 x 2 CPU), eval (2 x 1 CPU),"
+              " huge (2 x 8 CPU, never fits)", flush=True)  # fmt: skip
         deadline = time.monotonic() + args.seconds
         last = ""
         while time.monotonic() < deadline:
-            for g in json.loads(kube.kubectl("get", "podgroups", "-n", "team-a", "-o", "json"))["items"]:
-                name = g["metadata"]["name"]
-                # As Volcano's job controller: the pods once the PodGroup has left Pending.
-                if g.get("status", {}).get("phase") not in (None, "Pending") and name not in created:
-                    size, cpu = gangs[name]
-                    pods = [gang_pod(f"{name}-{i}", "team-a", name, cpu) for i in range(size)]
-                    kube.kubectl("apply", "-f", "-", input=manifest(*pods))
-                    created.add(name)
             now = show(kube)
             if now != last:
                 print(f"--- {time.strftime('%H:%M:%S')}\n{now}", flush=True)

@@ -18,7 +18,7 @@ from tests.conftest import WORK, _unavailable
 def local_kube() -> Iterator[LocalKube]:
     if os.environ.get(ENV_KUBECONFIG):
         pytest.skip("tests/kube/ create and delete nodes: they run on the local API server only")
-    server = LocalKube(WORK / "kube", kwok=True)
+    server = LocalKube(WORK / "kube", kwok=os.environ.get("KA_KWOK", "1") == "1")
     try:
         server.start(replace=True)
     except Exception as exc:
