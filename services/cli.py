@@ -131,15 +131,24 @@ def _reach_kafka(settings: Settings, work: Coroutine[Any, Any, T]) -> T:
 @click.argument("files", nargs=-1, required=True)
 @click.option("--topic", help="Events topic (default: $SCHEDSTREAM_EVENTS_TOPIC or cluster-events).")
 def produce(files: tuple[str, ...], topic: str | None) -> None:
-    """Feed event FILES ('-' is stdin) into the events topic, one message per line."""
-    from services.inputs import read_records
+    """Feed event FILES ('-' is stdin) into the events topic, one message per line.
+
+    A lone '-' is streamed: each line is sent as it arrives (e.g. from `kubectl get --raw ... -w`).
+    """
+    from services.inputs import marker_clusters, read_records
     from services.produce import produce as run_produce
+    from services.produce import stream_lines
 
     settings = Settings.from_env()
-    try:
-        records = read_records(files)
-    except OSError as exc:
-        raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
+    if files == ("-",):
+        records: Any = stream_lines("-", sys.stdin.buffer)
+        external = None
+    else:
+        try:
+            records = read_records(files)
+        except OSError as exc:
+            raise click.FileError(exc.filename or files[0], hint=exc.strerror) from None
+        external = marker_clusters(records)
     sent = _reach_kafka(
         settings,
         run_produce(
@@ -147,6 +156,7 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
             bootstrap=settings.kafka_bootstrap,
             topic=topic or settings.events_topic,
             partitions=settings.partitions,
+            external=external,
         ),
     )
     click.echo(f"produced {sent} messages to {topic or settings.events_topic}", err=True)
@@ -213,6 +223,55 @@ def shadow(events_paths: tuple[str, ...], decisions_path: str | None, config_pat
         decisions = _reach_kafka(settings, read_topic(settings.kafka_bootstrap, settings.decisions_topic))
     result = report(events, decisions, scheduler_name)
     click.echo(result.json() if as_json else result.text())
+
+
+@main.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path),
+              help="Kubeconfig (default: $KUBECONFIG or ~/.kube/config; in a pod: in-cluster config).")  # fmt: skip
+@click.option("--context", help="Kubeconfig context (default: its current context).")
+@click.option("--cluster", required=True, help="Cluster name: the lines' `cluster` and their Kafka key.")
+@click.option("--topic", help="Events topic (default: $SCHEDSTREAM_EVENTS_TOPIC or cluster-events).")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Progress file for resuming (default: $SCHEDSTREAM_DATA_DIR/watch-CLUSTER.json).")  # fmt: skip
+@click.option("--queue-size", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Lines held between the API server and Kafka at most (backpressure).")  # fmt: skip
+@click.option("--watch-timeout", default=300, show_default=True, type=click.IntRange(min=1),
+              help="Seconds each watch request lasts before it is renewed (a BOOKMARK comes just before).")  # fmt: skip
+def watch(
+    *,
+    kubeconfig: Path | None,
+    context: str | None,
+    cluster: str,
+    topic: str | None,
+    state_path: Path | None,
+    queue_size: int,
+    watch_timeout: int,
+) -> None:
+    """List+watch a Kubernetes cluster into the events topic (CONTRACT section 1 lines)."""
+    from services.kube.client import KubeError, connect
+    from services.kube.state import StateError
+    from services.kube.watch import WatchOptions, run_watch
+
+    settings = Settings.from_env()
+    log.configure(settings.log_level, settings.log_format)
+    options = WatchOptions(
+        cluster=cluster,
+        topic=topic or settings.events_topic,
+        bootstrap=settings.kafka_bootstrap,
+        partitions=settings.partitions,
+        state_path=state_path or settings.data_dir / f"watch-{cluster}.json",
+        queue_size=queue_size,
+        watch_timeout=watch_timeout,
+    )
+
+    async def run() -> None:
+        async with connect(kubeconfig, context) as kube:
+            await run_watch(kube, options)
+
+    try:
+        _reach_kafka(settings, run())
+    except (KubeError, StateError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command()

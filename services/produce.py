@@ -4,34 +4,91 @@ Each line goes in as one message, in file order, keyed by its cluster (``default
 line cannot be read, so malformed lines reach the worker and its DLQ too). Clusters whose
 lines carry SCHEDULE markers drive their own clock: their messages get the header
 ``schedstream-clock: stream``, and the worker's timer leaves them alone.
+
+Files are read whole first (a cluster with a marker anywhere has its clock from the first
+line on); standard input is streamed line by line as it arrives (``kubectl get --raw
+'/api/v1/pods?watch=1' | schedstream produce -``), and there a cluster drives its own clock
+from its first marker on.  At most ``IN_FLIGHT`` messages wait for Kafka's acknowledgement.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import BinaryIO
+
 from aiokafka import AIOKafkaProducer
 
 from domain.events import DEFAULT_CLUSTER, peek_cluster
-from services.inputs import marker_clusters
 from services.pipeline import CLOCK_HEADER, CLOCK_STREAM, Record
 from services.stream.topics import ensure_topics
 
+IN_FLIGHT = 10_000
+READ_SIZE = 1 << 16
 
-async def produce(records: list[Record], *, bootstrap: str, topic: str, partitions: int) -> int:
+
+@asynccontextmanager
+async def events_producer(bootstrap: str, topic: str, partitions: int) -> AsyncIterator[AIOKafkaProducer]:
+    """An idempotent producer (acks=all) for the events topic, which is created if missing."""
     await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], partitions)
-    external = marker_clusters(records)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=5)
     await producer.start()
     try:
-        futures = []
-        for record in records:
-            peeked = peek_cluster(record.value)
-            cluster = peeked[0] if peeked else DEFAULT_CLUSTER
-            headers = [(CLOCK_HEADER, CLOCK_STREAM.encode())] if cluster in external else None
-            futures.append(
-                await producer.send(topic, record.value.rstrip(b"\r\n"), key=cluster.encode(), headers=headers)
-            )
-        for future in futures:
-            await future
-        return len(futures)
+        yield producer
     finally:
         await producer.stop()
+
+
+async def produce(
+    records: Iterable[Record] | AsyncIterator[Record],
+    *,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    external: set[str] | None = None,
+) -> int:
+    """Send ``records`` in order; ``external``: clusters with their own clock (None: learnt from the markers)."""
+    learn = external is None
+    clocked = set() if external is None else external
+    async with events_producer(bootstrap, topic, partitions) as producer:
+        pending: deque[asyncio.Future[object]] = deque()
+        sent = 0
+        async for record in _each(records):
+            peeked = peek_cluster(record.value)
+            cluster = peeked[0] if peeked else DEFAULT_CLUSTER
+            if learn and peeked and peeked[1]:
+                clocked.add(cluster)
+            headers = [(CLOCK_HEADER, CLOCK_STREAM.encode())] if cluster in clocked else None
+            value = (record.value or b"").rstrip(b"\r\n")
+            pending.append(await producer.send(topic, value, key=cluster.encode(), headers=headers))
+            sent += 1
+            while pending and (len(pending) > IN_FLIGHT or pending[0].done()):
+                await pending.popleft()
+        for future in pending:
+            await future
+        return sent
+
+
+async def _each(records: Iterable[Record] | AsyncIterator[Record]) -> AsyncIterator[Record]:
+    if isinstance(records, AsyncIterator):
+        async for record in records:
+            yield record
+    else:
+        for record in records:
+            yield record
+
+
+async def stream_lines(name: str, handle: BinaryIO) -> AsyncIterator[Record]:
+    """The lines of ``handle`` as they arrive: a thread waits for the bytes, the loop keeps sending."""
+    pending = b""
+    number = 0
+    while chunk := await asyncio.to_thread(handle.read1, READ_SIZE):  # type: ignore[attr-defined]
+        *complete, pending = (pending + chunk).split(b"\n")
+        for line in complete:
+            number += 1
+            if line.strip():
+                yield Record(line, f"{name}:{number}")
+    if pending.strip():
+        yield Record(pending, f"{name}:{number + 1}")

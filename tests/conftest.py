@@ -1,6 +1,7 @@
-"""Session fixtures for the real components: a Kafka broker (ops/local_kafka.py) and a
-PostgreSQL server (ops/local_postgres.py), or yours from SCHEDSTREAM_KAFKA_BOOTSTRAP /
-SCHEDSTREAM_TEST_PG_URL. Outside CI a component that cannot be started skips its tests with
+"""Session fixtures for the real components: a Kafka broker (ops/local_kafka.py), a
+PostgreSQL server (ops/local_postgres.py) and a Kubernetes API server with kwok
+(ops/local_kube.py), or yours from SCHEDSTREAM_KAFKA_BOOTSTRAP / SCHEDSTREAM_TEST_PG_URL /
+SCHEDSTREAM_KUBECONFIG. Outside CI a component that cannot be started skips its tests with
 the reason; with CI=true it fails the run."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from ops.local_kafka import LocalKafka
+from ops.local_kube import ENV_KUBECONFIG, LocalKube
 from ops.local_postgres import LocalPostgres
 from tests.shared_data import SHARED_DATA
 
@@ -92,6 +94,32 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def local_kube() -> Iterator[LocalKube]:
+    """etcd + kube-apiserver + kwok built and started here (tests that compact etcd need this one)."""
+    if os.environ.get(ENV_KUBECONFIG):
+        pytest.skip(f"{ENV_KUBECONFIG} names your cluster; this test needs the local API server's etcd")
+    server = LocalKube(WORK / "kube", kwok=True)
+    try:
+        server.start(timeout=300, replace=True)
+    except Exception as exc:
+        _unavailable("the local Kubernetes API server", exc)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(request: pytest.FixtureRequest) -> Path:
+    """A kubeconfig of a cluster the tests may write to: yours (SCHEDSTREAM_KUBECONFIG) or the local one."""
+    external = os.environ.get(ENV_KUBECONFIG)
+    if external:
+        return Path(external)
+    server: LocalKube = request.getfixturevalue("local_kube")
+    return server.kubeconfig
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,1 @@
+"""The live cluster side: ``schedstream watch`` (API server -> events topic)."""
