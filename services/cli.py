@@ -165,7 +165,7 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
 kubeconfig_option = click.option(
     "--kubeconfig",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Kubeconfig of the cluster (default: the pod's in-cluster service account).",
+    help="Kubeconfig (default: $KUBECONFIG or ~/.kube/config; in a pod: in-cluster config).",
 )
 
 
@@ -184,8 +184,8 @@ def apply_decisions(
     exit_when_idle: float | None,
 ) -> None:
     """Act on the cluster for the decisions topic (binds, statuses, evictions, events), once per decision id."""
-    from services.kube.api import KubeError
     from services.kube.apply import apply_command
+    from services.kube.client import KubeError
 
     settings = Settings.from_env()
     log.configure(settings.log_level, settings.log_format)
@@ -196,6 +196,8 @@ def apply_decisions(
         summary = _reach_kafka(settings, work)
     except KubeError as exc:
         raise click.ClickException(str(exc)) from None
+    except yaml.YAMLError as exc:
+        raise click.ClickException(f"{kubeconfig}: not a kubeconfig ({str(exc).splitlines()[0]})") from None
     if summary.report is not None:
         click.echo(summary.report.text())
     click.echo(summary.line(), err=True)

@@ -1,20 +1,18 @@
-"""The Kubernetes API as the applier and shadow mode use it: a connection from a kubeconfig or the
-pod's in-cluster service account, and plain-JSON requests on API paths.
+"""The Kubernetes API as the applier uses it: plain-JSON reads and writes on API paths, over the
+connection of services/kube/client.py (kubeconfig or in-cluster config).
 
 The paths are the API's own (``/api/v1/namespaces/NS/pods/NAME/binding``), so one small class
 serves core kinds, subresources and custom resources alike, and what is sent reads like the API
-reference. ``kubernetes_asyncio`` does the TLS, the authentication and the kubeconfig parsing.
+reference.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config.config_exception import ConfigException
 
 # apiVersion -> (path prefix, plural) for the kinds decisions name; core v1 lives under /api.
 PLURALS = {
@@ -29,10 +27,6 @@ PLURALS = {
 }
 
 
-class KubeError(RuntimeError):
-    """The server could not be reached or configured (a user error, reported in one line)."""
-
-
 def object_path(api_version: str, kind: str, namespace: str, name: str = "") -> str:
     """The REST path of an object (or of its collection when ``name`` is empty)."""
     prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
@@ -41,21 +35,7 @@ def object_path(api_version: str, kind: str, namespace: str, name: str = "") -> 
     return f"{prefix}{scope}/{PLURALS[kind]}{tail}"
 
 
-async def connect(kubeconfig: Path | None) -> client.ApiClient:
-    """An API client from ``kubeconfig``, or from the in-cluster service account when it is None."""
-    configuration = client.Configuration()
-    try:
-        if kubeconfig is not None:
-            await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-        else:
-            config.load_incluster_config(client_configuration=configuration)
-    except (ConfigException, OSError) as exc:
-        where = kubeconfig or "the in-cluster service account (pass --kubeconfig outside a pod)"
-        raise KubeError(f"cannot configure the Kubernetes client from {where}: {exc}") from None
-    return client.ApiClient(configuration)
-
-
-class Kube:
+class Rest:
     """JSON requests on API paths; a non-2xx answer raises ``ApiException`` with its status."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
@@ -91,6 +71,3 @@ class Kube:
 
     async def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self.request("PUT", path, body)
-
-    async def close(self) -> None:
-        await self.api_client.close()

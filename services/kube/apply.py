@@ -34,7 +34,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from services import logging as log
 from services.config import Settings
 from services.kube import effects, shadow
-from services.kube.api import Kube, KubeError, connect, object_path
+from services.kube.api import Rest, object_path
+from services.kube.client import KubeError, connect
 from services.kube.ledger import Ledger, target_key
 
 logger = log.get("schedstream.apply")
@@ -47,7 +48,7 @@ def rfc3339_now() -> str:
 
 @dataclass(slots=True)
 class Applier:
-    kube: Kube
+    rest: Rest
     scheduler_name: str
     ledger: Ledger | None  # None in a dry run
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -81,7 +82,7 @@ class Applier:
         return True
 
     async def retrying(self, decision: Mapping[str, Any]) -> effects.Result | None:
-        ctx = effects.Context(self.kube, self.scheduler_name, rfc3339_now)
+        ctx = effects.Context(self.rest, self.scheduler_name, rfc3339_now)
         delay = 0.5
         while not self.stopping.is_set():
             try:
@@ -99,7 +100,7 @@ class Applier:
             self.outcomes["not-compared"] += 1
             return
         t = decision["target"]
-        obj = await self.kube.get(object_path(t["apiVersion"], t["kind"], t.get("namespace", ""), t["name"]))
+        obj = await self.rest.get(object_path(t["apiVersion"], t["kind"], t.get("namespace", ""), t["name"]))
         comparison = shadow.compare(decision, obj)
         if comparison is not None:
             self.report.comparisons.append(comparison)
@@ -162,13 +163,13 @@ async def run(
     bootstrap: str,
     topic: str,
     group: str,
-    kube: Kube,
+    rest: Rest,
     scheduler_name: str,
     ledger: Ledger | None,
     exit_when_idle: float | None,
 ) -> Summary:
     """Apply (or, without a ledger, compare) decisions until SIGINT/SIGTERM or idleness."""
-    applier = Applier(kube, scheduler_name, ledger)
+    applier = Applier(rest, scheduler_name, ledger)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, applier.stopping.set)
@@ -190,19 +191,19 @@ async def apply_command(
     exit_when_idle: float | None,
 ) -> Summary:
     """``schedstream apply``: connect, check the server answers, then run."""
-    kube = Kube(await connect(kubeconfig))
-    try:
+    async with connect(kubeconfig) as kube:
+        rest = Rest(kube.api_client)
         try:
-            await kube.request("GET", "/version")
+            await rest.request("GET", "/version")
         except (ApiException, ClientError, OSError) as exc:
-            raise KubeError(f"cannot reach the Kubernetes API server: {exc}") from None
+            raise KubeError(f"cannot reach the Kubernetes API server at {kube.server}: {exc}") from None
         ledger = None if dry_run else Ledger(ledger_url or f"sqlite:///{settings.data_dir / 'apply.db'}")
         try:
             return await run(
                 bootstrap=settings.kafka_bootstrap,
                 topic=settings.decisions_topic,
                 group=f"{settings.app_id}-apply",
-                kube=kube,
+                rest=rest,
                 scheduler_name=scheduler_name,
                 ledger=ledger,
                 exit_when_idle=exit_when_idle,
@@ -210,5 +211,3 @@ async def apply_command(
         finally:
             if ledger is not None:
                 ledger.close()
-    finally:
-        await kube.close()

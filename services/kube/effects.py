@@ -27,7 +27,7 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from services.kube.api import Kube, object_path
+from services.kube.api import Rest, object_path
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
@@ -56,7 +56,7 @@ class Result:
 class Context:
     """What every effect needs besides the decision."""
 
-    kube: Kube
+    rest: Rest
     scheduler_name: str
     now: Callable[[], str]  # RFC 3339 UTC, for lastTransitionTime and event timestamps
 
@@ -85,7 +85,7 @@ async def apply(ctx: Context, decision: Mapping[str, Any]) -> Result:
 async def live(ctx: Context, target: Mapping[str, str]) -> dict[str, Any] | Result:
     """The target as the server holds it now, or why the decision no longer applies to it."""
     path = object_path(target["apiVersion"], target["kind"], target.get("namespace", ""), target["name"])
-    obj = await ctx.kube.get(path)
+    obj = await ctx.rest.get(path)
     if obj is None:
         return Result(Outcome.STALE, "the object is gone")
     if target.get("uid") and obj["metadata"].get("uid") != target["uid"]:
@@ -108,7 +108,7 @@ async def is_ours_pod_group(ctx: Context, pod_group: Mapping[str, Any]) -> bool:
     meta = pod_group["metadata"]
     for owner in meta.get("ownerReferences", ()):
         if owner.get("apiVersion") == VOLCANO_JOB_API and owner.get("kind") == "Job":
-            job = await ctx.kube.get(object_path(VOLCANO_JOB_API, "Job", meta["namespace"], owner["name"]))
+            job = await ctx.rest.get(object_path(VOLCANO_JOB_API, "Job", meta["namespace"], owner["name"]))
             return job is not None and job.get("spec", {}).get("schedulerName", "volcano") == ctx.scheduler_name
     return True
 
@@ -150,7 +150,7 @@ async def bind(ctx: Context, d: Mapping[str, Any]) -> Result:
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     try:
-        await ctx.kube.post(object_path("v1", "Pod", target["namespace"], target["name"]) + "/binding", body)
+        await ctx.rest.post(object_path("v1", "Pod", target["namespace"], target["name"]) + "/binding", body)
     except ApiException as exc:
         if exc.status != 409:
             raise
@@ -163,7 +163,7 @@ async def bind(ctx: Context, d: Mapping[str, Any]) -> Result:
 async def write_status(ctx: Context, target: Mapping[str, str], obj: dict[str, Any], status: dict[str, Any]) -> None:
     """Replace the object's status through its status subresource. The object carries the
     resourceVersion just read, so a write in between is a 409 (read again, decide again)."""
-    await ctx.kube.put(status_path(target), {**obj, "status": status})
+    await ctx.rest.put(status_path(target), {**obj, "status": status})
 
 
 async def pod_status(ctx: Context, d: Mapping[str, Any]) -> Result:
@@ -246,7 +246,7 @@ async def evict(ctx: Context, d: Mapping[str, Any]) -> Result:
         "deleteOptions": {"preconditions": {"uid": obj["metadata"]["uid"]}},
     }
     try:
-        await ctx.kube.post(object_path("v1", "Pod", target["namespace"], target["name"]) + "/eviction", body)
+        await ctx.rest.post(object_path("v1", "Pod", target["namespace"], target["name"]) + "/eviction", body)
     except ApiException as exc:
         if exc.status == 404:
             return Result(Outcome.STALE, "the object is gone")
@@ -271,7 +271,7 @@ async def record_gang_pending(ctx: Context, d: Mapping[str, Any], pod_group: Map
     FailedScheduling event on each of its pods of ours still unbound (what kubectl describe shows)."""
     namespace, name = pod_group["metadata"]["namespace"], pod_group["metadata"]["name"]
     await record_event(ctx, d["id"], d["target"], "Unschedulable", message, kind="Warning")
-    pods = await ctx.kube.get(object_path("v1", "Pod", namespace))
+    pods = await ctx.rest.get(object_path("v1", "Pod", namespace))
     for pod in (pods or {}).get("items", []):
         meta = pod["metadata"]
         spec = pod["spec"]
@@ -301,7 +301,7 @@ async def record_event(
         "count": 1,
     }
     try:
-        await ctx.kube.post(object_path("v1", "Event", namespace), body)
+        await ctx.rest.post(object_path("v1", "Event", namespace), body)
     except ApiException as exc:
         if exc.status == 409:
             return False
