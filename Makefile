@@ -38,6 +38,12 @@ tools: setup
 run: setup kafka-jars
 	$(PY) -m ops.run_example
 
+# A local kube-apiserver + kwok (built from Go modules on first use), Kafka, and watch -> worker ->
+# apply scheduling a few gangs live (ops/cluster_demo.py; docs/apply-and-shadow.md).
+.PHONY: cluster-demo
+cluster-demo: setup kafka-jars
+	$(PY) -m ops.cluster_demo
+
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -1,4 +1,5 @@
-"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, simulate, machines, db upgrade."""
+"""The ``schedstream`` command line (CONTRACT section 3): replay, worker, produce, apply, shadow, simulate, machines,
+db upgrade."""
 
 from __future__ import annotations
 
@@ -204,6 +205,71 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
         click.echo(f"{reject.position}: {reject.reason}", err=True)
     dlq = f"; {len(produced.rejects)} too large, sent to its DLQ" if produced.rejects else ""
     click.echo(f"produced {produced.sent} messages to {topic or settings.events_topic}{dlq}", err=True)
+
+
+kubeconfig_option = click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kubeconfig (default: $KUBECONFIG or ~/.kube/config; in a pod: in-cluster config).",
+)
+
+
+@main.command(name="apply")
+@kubeconfig_option
+@config_option
+@click.option("--dry-run", is_flag=True, help="Write nothing; report per decision whether the cluster did the same.")
+@click.option("--ledger", "ledger_url", help="Store of applied decision ids (default: sqlite in the data dir).")
+@click.option("--exit-when-idle", type=float, help="Stop cleanly after this many seconds without decisions.")
+def apply_decisions(
+    kubeconfig: Path | None,
+    config_path: Path | None,
+    *,
+    dry_run: bool,
+    ledger_url: str | None,
+    exit_when_idle: float | None,
+) -> None:
+    """Act on the cluster for the decisions topic (binds, statuses, evictions, events), once per decision id."""
+    from services.kube.apply import apply_command
+    from services.kube.client import KubeError
+
+    settings = Settings.from_env()
+    log.configure(settings.log_level, settings.log_format)
+    scheduler_name = load_config(config_path).scheduler_name
+    idle = exit_when_idle
+    work = apply_command(settings, kubeconfig, scheduler_name, ledger_url, dry_run=dry_run, exit_when_idle=idle)
+    try:
+        summary = _reach_kafka(settings, work)
+    except KubeError as exc:
+        raise click.ClickException(str(exc)) from None
+    except yaml.YAMLError as exc:
+        raise click.ClickException(f"{kubeconfig}: not a kubeconfig ({str(exc).splitlines()[0]})") from None
+    if summary.report is not None:
+        click.echo(summary.report.text())
+    click.echo(summary.line(), err=True)
+
+
+@main.command()
+@click.option("--events", "events_paths", multiple=True, help="Watch-event files (default: the events topic).")
+@click.option("--decisions", "decisions_path", help="Decisions file (default: the decisions topic).")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+def shadow(events_paths: tuple[str, ...], decisions_path: str | None, config_path: Path | None, as_json: bool) -> None:
+    """Compare our decisions with what the cluster's own scheduler did (from the watch stream)."""
+    from services.kube.shadow import read_file, read_topic, report
+
+    settings = Settings.from_env()
+    scheduler_name = load_config(config_path).scheduler_name
+    try:
+        events = [e for path in events_paths for e in read_file(path)]
+        decisions = read_file(decisions_path) if decisions_path else []
+    except OSError as exc:
+        raise click.FileError(exc.filename or "", hint=exc.strerror or str(exc)) from None
+    if not events_paths:
+        events = _reach_kafka(settings, read_topic(settings.kafka_bootstrap, settings.events_topic))
+    if not decisions_path:
+        decisions = _reach_kafka(settings, read_topic(settings.kafka_bootstrap, settings.decisions_topic))
+    result = report(events, decisions, scheduler_name)
+    click.echo(result.json() if as_json else result.text())
 
 
 @main.command()

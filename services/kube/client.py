@@ -42,6 +42,11 @@ class Kube:
     def server(self) -> str:
         return str(self._api.configuration.host)
 
+    @property
+    def api_client(self) -> client.ApiClient:
+        """The configured client, for writers (services/kube/api.py)."""
+        return self._api
+
     async def read(self, path: str, query: dict[str, str] | None = None, *, missing_ok: bool = False) -> bytes | None:
         """The JSON body at ``path``; None when it is 404 and ``missing_ok``."""
         response = await self._request(path, query or {}, timeout=aiohttp.ClientTimeout(total=120))
