@@ -43,9 +43,10 @@ def placements(state: ClusterState, session: Session, seq: int) -> list[Decision
 def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: int) -> PodGroupStatusView:
     verdict = most_severe(session.found.verdicts.get(job.key, []))
     if verdict is not None and verdict.reason is Reason.NOT_ENOUGH_TASKS:
-        if peak >= job.min_member:
+        if peak >= job.min_member and len(job.tasks) < peak:
             # S1: a gang that had its tasks and is losing them is being deleted (or its controller
             # is recreating them); either way a status write is noise, and would depend on event order.
+            # A gang that still has every task it had (one short of a role's minimum) says why.
             return baseline
         return ("Pending", (("Unschedulable", "True", verdict.reason.value, verdict.message),))
     phase = "Inqueue" if job.phase is PodGroupPhase.INQUEUE else "Pending"
