@@ -25,7 +25,7 @@ def _inqueue(snapshot: Snapshot) -> ResourceList:
     """What admitted gangs reserve: an Inqueue gang its whole minimum; a Running one with its
     minimum placed, the part of its minimum it does not hold yet."""
     out: ResourceList = {}
-    for job in snapshot.jobs.values():
+    for job in [*snapshot.jobs.values(), *snapshot.unborn]:
         if not job.min_resources:
             continue
         if job.phase is PodGroupPhase.INQUEUE:
