@@ -26,6 +26,7 @@ class DecisionKind(StrEnum):
     WORKLOAD_STATUS = "WorkloadStatus"
     EVICT = "Evict"
     REJECT = "Reject"
+    POD_STATUS = "PodStatus"  # a lone pod of ours that could not be placed: PodScheduled=False
 
 
 @dataclass(frozen=True, slots=True)

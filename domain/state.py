@@ -311,3 +311,8 @@ class ClusterState:
         self.of_kind(kind)[key] = obj
         if isinstance(obj, Pod) and obj.spec.node_name and status is not None:
             status.node = ""
+        if isinstance(obj, Pod) and (group := obj.group_name()):
+            # A PodGroup that had a pod is not new any more (SEEDS S1): enqueue leaves it alone.
+            pg_status = self.machines.get("PodGroup", {}).get(ObjectKey(f"{obj.metadata.namespace}/{group}"))
+            if pg_status is not None:
+                pg_status.peak_tasks = max(pg_status.peak_tasks, 1)

@@ -28,9 +28,12 @@ def load_config(path: Path | None) -> SchedulerConfig:
         return SchedulerConfig()
     try:
         data = yaml.safe_load(path.read_text())
-        return from_mapping(data)
+        config = from_mapping(data)
     except (ConfigError, yaml.YAMLError) as exc:
         raise click.BadParameter(f"{path}: {exc}", param_hint="--config") from None
+    for warning in config.warnings:  # accepted, but with no effect here: one line each
+        click.echo(f"warning: {path}: {warning}", err=True)
+    return config
 
 
 def configure_logging(settings: Settings) -> None:

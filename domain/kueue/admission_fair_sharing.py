@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from domain.kueue.eviction import seconds
+from domain import durations
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.lifecycle.status import LocalQueueUsage
@@ -37,6 +37,7 @@ from domain.objects.meta import ObjectKey
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
 DEFAULT_HALF_LIFE = "168h"
 DEFAULT_SAMPLING = "5m"
+_KEY = "kueue.admissionFairSharing."
 _DIGITS = 3  # usage is kept to a thousandth of a milli-unit, so a long half-life still moves it
 
 
@@ -57,8 +58,8 @@ def from_settings(settings: Mapping[str, Any]) -> AdmissionFairSharing | None:
     if afs is None:
         return None
     return AdmissionFairSharing(
-        half_life=seconds(afs.get("usageHalfLifeTime", DEFAULT_HALF_LIFE)),
-        sampling=seconds(afs.get("usageSamplingInterval", DEFAULT_SAMPLING)),
+        half_life=durations.seconds(afs.get("usageHalfLifeTime", DEFAULT_HALF_LIFE), _KEY + "usageHalfLifeTime"),
+        sampling=durations.seconds(afs.get("usageSamplingInterval", DEFAULT_SAMPLING), _KEY + "usageSamplingInterval"),
         resource_weights={str(k): float(v) for k, v in (afs.get("resourceWeights") or {}).items()},
     )
 

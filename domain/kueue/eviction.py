@@ -11,11 +11,11 @@ HoldAndDrain ClusterQueue (ClusterQueueStopped), and ``waitForPodsReady`` (PodsR
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from domain import durations
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
@@ -25,15 +25,6 @@ from domain.state import ClusterState
 
 DEACTIVATED = "Deactivated"
 _BACKOFF = frozenset({"PodsReadyTimeout"})
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
-def seconds(value: Any) -> float:
-    """A Go duration ("5m", "1m30s") or a number of seconds."""
-    if isinstance(value, int | float):
-        return float(value)
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(str(value)))
 
 
 def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
@@ -61,7 +52,7 @@ def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
 def pods_ready_timeout(settings: Mapping[str, Any]) -> timedelta | None:
     """``waitForPodsReady.timeout`` (default 5m); None when ``waitForPodsReady`` is off."""
     wait = settings.get("waitForPodsReady") or {}
-    return timedelta(seconds=seconds(wait.get("timeout", "5m"))) if wait.get("enable") else None
+    return durations.parse(wait.get("timeout", "5m"), "kueue.waitForPodsReady.timeout") if wait.get("enable") else None
 
 
 def pods_ready_deadline(state: ClusterState, info: WorkloadInfo, timeout: timedelta) -> datetime | None:

@@ -35,7 +35,7 @@ class MachineStatus:
     since: datetime | None = None  # the scheduler clock then (None before the first marker)
     illegal: str = ""  # reason of the last IllegalTransition refused for this object
     node: str = ""  # Pod: the node we bound it to, until spec.nodeName confirms it
-    reported: PodGroupStatusView | None = None  # PodGroup: the last status we decided
+    reported: PodGroupStatusView | None = None  # PodGroup (and lone Pod: PodScheduled): the last status we decided
     peak_tasks: int = 0  # PodGroup: the most tasks it ever had (S1)
     needs_second_pass: bool = False  # Workload: TAS re-placement wanted (S3)
     unhealthy_nodes: tuple[str, ...] = ()  # Workload: failed nodes it has pods on (S3)

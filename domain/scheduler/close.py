@@ -14,7 +14,7 @@ from domain import decisions, quantity
 from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
-from domain.lifecycle.status import PodGroupStatusView, QueueStatusView
+from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.reasons import Reason, gang_pipelined, gang_unschedulable, most_severe
@@ -42,13 +42,17 @@ def placements(state: ClusterState, session: Session, seq: int) -> list[Decision
 
 def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: int) -> PodGroupStatusView:
     verdict = most_severe(session.found.verdicts.get(job.key, []))
-    if verdict is not None and verdict.reason is Reason.NOT_ENOUGH_TASKS:
-        if peak >= job.min_member:
-            # S1: a gang that had its tasks and is losing them is being deleted (or its controller
-            # is recreating them); either way a status write is noise, and would depend on event order.
-            return baseline
-        return ("Pending", (("Unschedulable", "True", verdict.reason.value, verdict.message),))
+    short = verdict is not None and verdict.reason is Reason.NOT_ENOUGH_TASKS
+    if short and peak >= job.min_member and len(job.tasks) < peak:
+        # S1: a gang that had its tasks and is losing them is being deleted (or its controller
+        # is recreating them); either way a status write is noise, and would depend on event order.
+        # A gang that still has every task it had (one short of a role's minimum) says why.
+        return baseline
+    # Admitted stays admitted (upstream's jobStatus never moves Inqueue back to Pending): a gang
+    # enqueued before its pods exist keeps its room while they arrive.
     phase = "Inqueue" if job.phase is PodGroupPhase.INQUEUE else "Pending"
+    if verdict is not None and short:
+        return (phase, (("Unschedulable", "True", verdict.reason.value, verdict.message),))
     if verdict is None:
         return (phase, baseline[1])
     if verdict.reason is Reason.NOT_ENOUGH_RESOURCES and session.found.fits.get(job.key):
@@ -111,24 +115,42 @@ def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[
         if machine is None:
             continue
         machine.peak_tasks = peak = max(machine.peak_tasks, len(job.tasks))
-        # What we last wrote, else what the cluster reports (built only when needed).
-        baseline = machine.reported or (
-            group.status.phase,
-            tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions),
-        )
+        baseline = _baseline(machine, group)
         view = _view(session, job, baseline, peak)
         if view == baseline:
             continue
         if not state.decide_pod_group_status(group, view, seq):
             snapshot.unsettled.add(key)  # refused now: asked again next cycle
             continue
-        phase, conditions = view
-        reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase
-        out.append(decisions.make(
-            state.name, seq, DecisionKind.POD_GROUP_STATUS, ObjectRef.of(group), reason, phase=phase,
-            conditions=[{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions],
-        ))  # fmt: skip
+        out.append(_decision(state, group, view, seq))
+    # A PodGroup admitted before it has pods says Inqueue and nothing more: with no task there is
+    # no gang to judge (upstream's gang plugin skips it too).
+    for job in snapshot.unborn:
+        machine = machines.get(job.key)
+        if job.phase is not PodGroupPhase.INQUEUE or not isinstance(job.group, PodGroup) or machine is None:
+            continue
+        baseline = _baseline(machine, job.group)
+        view = ("Inqueue", baseline[1])
+        if view != baseline and state.decide_pod_group_status(job.group, view, seq):
+            out.append(_decision(state, job.group, view, seq))
     return out
+
+
+def _baseline(machine: MachineStatus, group: PodGroup) -> PodGroupStatusView:
+    """What we last wrote, else what the cluster reports (built only when needed)."""
+    return machine.reported or (
+        group.status.phase,
+        tuple((c.type, c.status, c.reason, c.message) for c in group.status.conditions),
+    )
+
+
+def _decision(state: ClusterState, group: PodGroup, view: PodGroupStatusView, seq: int) -> Decision:
+    phase, conditions = view
+    reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase
+    return decisions.make(
+        state.name, seq, DecisionKind.POD_GROUP_STATUS, ObjectRef.of(group), reason, phase=phase,
+        conditions=[{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions],
+    )  # fmt: skip
 
 
 def _allocated_view(allocated: dict[str, int]) -> tuple[tuple[str, str], ...]:

@@ -7,10 +7,12 @@ never silently changes scheduling.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from domain import durations
+from domain.scheduler import plugin_args
 
 ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 PLUGINS = (
@@ -24,7 +26,31 @@ PLUGINS = (
     "nodeorder",
     "binpack",
     "network-topology-aware",
+    "overcommit",
 )
+# Names Volcano knows whose work has no counterpart here: accepted with a warning saying why,
+# so a user's upstream configuration loads; anything else unknown stays an error.
+NO_EFFECT_ACTIONS = {
+    "shuffle": "it evicts to rebalance running pods, which schedstream never does on its own",
+    "gangpreempt": "the preempt action already keeps whole gangs",
+    "gangreclaim": "the reclaim action already keeps whole gangs",
+    "reserve": "node reservation for a target job (older releases) is not modelled",
+}
+NO_EFFECT_PLUGINS = {
+    "cdp": "cooldown protection for elastic pods is not modelled",
+    "deviceshare": "GPU sharing (vGPU, MIG) is not modelled; whole nvidia.com/gpu counts are",
+    "extender": "no external scheduler extender is called",
+    "nodegroup": "queue node-group affinity is not modelled",
+    "numaaware": "NUMA topology is not modelled",
+    "pdb": "PodDisruptionBudgets are not read",
+    "rescheduling": "it evicts running pods to rebalance, which schedstream never does on its own",
+    "resource-strategy-fit": "its per-resource scoring strategies are not modelled",
+    "resourcequota": "namespace ResourceQuotas are not read",
+    "task-topology": "task affinity inside a job is not modelled",
+    "tdm": "time-division multiplexing of revocable nodes is not modelled",
+    "usage": "real node usage metrics are not read",
+    "reservation": "node reservation for a target job (older releases) is not modelled",
+}
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
 
@@ -44,8 +70,13 @@ _KUEUE_KEYS: dict[str, frozenset[str] | None] = {
     "failFast": None,
     "admissionFairSharing": frozenset({"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}),
 }
-# A Go duration as Kueue's configuration spells one ("168h", "5m", "1m30s", "0s").
-_DURATION = re.compile(r"0|(\d+(\.\d+)?(h|m|s|ms))+")
+# Kueue settings that are Go durations, by their key under ``kueue``.
+_KUEUE_DURATIONS = (
+    ("waitForPodsReady", "timeout"),
+    ("waitForPodsReady", "recoveryTimeout"),
+    ("admissionFairSharing", "usageHalfLifeTime"),
+    ("admissionFairSharing", "usageSamplingInterval"),
+)
 # Kueue accepts one strategy, or both in this order (its configuration validation).
 _PREEMPTION_STRATEGIES = (
     ("LessThanOrEqualToFinalShare",),
@@ -73,6 +104,8 @@ class SchedulerConfig:
     scheduler_name: str = "volcano"
     ib_cluster_label: str = "volcano.sh/ib-cluster"
     kueue: Mapping[str, Any] = field(default_factory=dict)
+    # One line per name or argument that was accepted but has no effect here, saying why.
+    warnings: tuple[str, ...] = ()
 
     def plugin_names(self) -> frozenset[str]:
         return frozenset(p.name for tier in self.tiers for p in tier)
@@ -92,15 +125,18 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
         raise ConfigError("the configuration must be a mapping")
     _unknown("key", data, _TOP_KEYS, "the configuration")
     defaults = SchedulerConfig()
+    warnings: list[str] = []
     actions = defaults.actions
     if "actions" in data:
         if not isinstance(data["actions"], str):
             raise ConfigError("'actions' must be a comma-separated string")
         actions = tuple(a.strip() for a in data["actions"].split(",") if a.strip())
-        _unknown("action", actions, ACTIONS, "'actions'")
+        _unknown("action", actions, (*ACTIONS, *NO_EFFECT_ACTIONS), "'actions'")
+        warnings.extend(f"action {a!r} has no effect here: {NO_EFFECT_ACTIONS[a]}" for a in actions if a not in ACTIONS)
+        actions = tuple(a for a in actions if a in ACTIONS)
     tiers = defaults.tiers
     if "tiers" in data:
-        tiers = tuple(_tier(i, tier) for i, tier in enumerate(data["tiers"] or ()))
+        tiers = tuple(_tier(i, tier, warnings) for i, tier in enumerate(data["tiers"] or ()))
     kueue = _kueue(data.get("kueue") or {})
     return SchedulerConfig(
         actions=actions,
@@ -108,6 +144,7 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
         scheduler_name=str(data.get("schedulerName", defaults.scheduler_name)),
         ib_cluster_label=str(data.get("ibClusterLabel", defaults.ib_cluster_label)),
         kueue=dict(kueue),
+        warnings=tuple(warnings),
     )
 
 
@@ -121,19 +158,21 @@ def _kueue(kueue: Any) -> Mapping[str, Any]:
             if not isinstance(value, Mapping):
                 raise ConfigError(f"'kueue.{key}' must be a mapping")
             _unknown("key", value, allowed, f"'kueue.{key}'")
+    for section, key in _KUEUE_DURATIONS:
+        value = (kueue.get(section) or {}).get(key)
+        if value is not None:
+            try:
+                durations.parse(value, f"'kueue.{section}.{key}'")
+            except durations.DurationError as exc:
+                raise ConfigError(str(exc)) from None
     _preemption_strategies((kueue.get("fairSharing") or {}).get("preemptionStrategies"))
     _admission_fair_sharing(kueue.get("admissionFairSharing") or {})
     return kueue
 
 
 def _admission_fair_sharing(afs: Mapping[str, Any]) -> None:
-    for key in ("usageHalfLifeTime", "usageSamplingInterval"):
-        value = afs.get(key)
-        if value is not None and not (isinstance(value, str) and _DURATION.fullmatch(value)):
-            raise ConfigError(
-                f"'kueue.admissionFairSharing.{key}' must be a duration such as '168h' or '5m', not {value!r}"
-            )
-    if afs.get("usageSamplingInterval") is not None and not any(c in "123456789" for c in afs["usageSamplingInterval"]):
+    interval = afs.get("usageSamplingInterval")
+    if interval is not None and not durations.parse(interval, "usageSamplingInterval"):
         raise ConfigError("'kueue.admissionFairSharing.usageSamplingInterval' must be longer than 0")
     weights = afs.get("resourceWeights")
     if weights is None:
@@ -163,19 +202,29 @@ def _preemption_strategies(value: Any) -> None:
         raise ConfigError(f"{where} must be {allowed}, not [{', '.join(value)}]")
 
 
-def _tier(index: int, tier: Any) -> tuple[PluginConfig, ...]:
+def _tier(index: int, tier: Any, warnings: list[str]) -> tuple[PluginConfig, ...]:
     if not isinstance(tier, Mapping):
         raise ConfigError(f"tier {index} must be a mapping with only 'plugins'")
     _unknown("key", tier, frozenset({"plugins"}), f"tier {index}")
+    if not tier.get("plugins"):
+        raise ConfigError(f"tier {index} has no 'plugins': an empty tier is a mistake, remove it or list its plugins")
     plugins = []
-    for entry in tier["plugins"] or ():
+    for entry in tier["plugins"]:
         if not isinstance(entry, Mapping) or "name" not in entry:
             raise ConfigError(f"every plugin in tier {index} needs a 'name'")
-        _unknown("plugin", [entry["name"]], PLUGINS, f"tier {index}")
-        _unknown("key", entry, _PLUGIN_KEYS, f"plugin {entry['name']!r}")
+        name = entry["name"]
+        _unknown("plugin", [name], (*PLUGINS, *NO_EFFECT_PLUGINS), f"tier {index}")
+        _unknown("key", entry, _PLUGIN_KEYS, f"plugin {name!r}")
         for key, value in entry.items():
             if key.startswith("enable") and not isinstance(value, bool):
-                raise ConfigError(f"plugin {entry['name']!r}: {key} must be true or false, not {value!r}")
+                raise ConfigError(f"plugin {name!r}: {key} must be true or false, not {value!r}")
+        if name in NO_EFFECT_PLUGINS:
+            warnings.append(f"plugin {name!r} has no effect here: {NO_EFFECT_PLUGINS[name]}")
+            continue
+        try:
+            warnings.extend(plugin_args.check(name, entry.get("arguments")))
+        except plugin_args.ArgumentError as exc:
+            raise ConfigError(str(exc)) from None
         options = {k: v for k, v in entry.items() if k != "name"}
-        plugins.append(PluginConfig(entry["name"], options))
+        plugins.append(PluginConfig(name, options))
     return tuple(plugins)

@@ -153,7 +153,8 @@ def pod_facts(memo: Memo, pod: Pod) -> PodFacts:
     if entry is None or entry[0] is not pod:
         name = pod.group_name()
         job = ObjectKey(f"{pod.metadata.namespace}/{name}") if name else None
-        role = pod.metadata.annotations.get(TASK_SPEC_ANNOTATION, "")
+        # The task name: the annotation, else the label of the same name (Volcano's getTaskID).
+        role = pod.metadata.annotations.get(TASK_SPEC_ANNOTATION) or pod.metadata.labels.get(TASK_SPEC_ANNOTATION, "")
         facts = PodFacts(
             name, job, request_of(memo, pod), pod.spec.priority or 0, role, seconds(pod.metadata.creation_timestamp)
         )

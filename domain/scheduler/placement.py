@@ -41,8 +41,17 @@ def best_node(
     return session.candidates.best((_shape(task), where, own), task, nodes)
 
 
-def place(session: Session, job: JobInfo, tasks: list[TaskInfo], nodes: Sequence[NodeInfo], where: str = "") -> Attempt:
-    """Place as many of ``tasks`` as fit, in task order, in a new statement (not committed)."""
+def place(
+    session: Session,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    nodes: Sequence[NodeInfo],
+    where: str = "",
+    *,
+    enough: Callable[[int], bool] | None = None,
+) -> Attempt:
+    """Place as many of ``tasks`` as fit, in task order, in a new statement (not committed);
+    with ``enough``, stop as soon as it holds for the number placed so far."""
     attempt = Attempt(Statement(session))
     queue = session.snapshot.queues[job.queue]
     hopeless: dict[tuple[object, ...], FitSummary] = {}
@@ -61,6 +70,8 @@ def place(session: Session, job: JobInfo, tasks: list[TaskInfo], nodes: Sequence
             attempt.failed[task.key] = hopeless[shape] = summary
             continue
         attempt.statement.allocate(task, node.name)
+        if enough is not None and enough(attempt.statement.placed()):
+            break
     return attempt
 
 

@@ -65,17 +65,26 @@ def tolerates_taints(pod: Pod, node: Node) -> bool:
     )
 
 
-def fit_failures(pod: Pod, request: Mapping[str, int], node: Node, free: Mapping[str, int]) -> list[str]:
-    """Why ``pod`` cannot run on ``node`` with ``free`` resources left; empty when it fits."""
+def fit_failures(
+    pod: Pod,
+    request: Mapping[str, int],
+    node: Node,
+    free: Mapping[str, int],
+    *,
+    node_affinity: bool = True,
+    taints: bool = True,
+) -> list[str]:
+    """Why ``pod`` cannot run on ``node`` with ``free`` resources left; empty when it fits.
+    ``node_affinity`` and ``taints`` off skip those checks (the predicates plugin's switches)."""
     if node.spec.unschedulable:
         return [UNSCHEDULABLE]
     if node.status.conditions and not node.is_ready():
         return [NOT_READY]
     spec = pod.spec
     # No selector, no affinity, no taints: nothing to match (the common case, checked cheaply).
-    if (spec.node_selector or spec.affinity is not None) and not matches_node(pod, node):
+    if node_affinity and (spec.node_selector or spec.affinity is not None) and not matches_node(pod, node):
         return [SELECTOR_MISMATCH]
-    if node.spec.taints and not tolerates_taints(pod, node):
+    if taints and node.spec.taints and not tolerates_taints(pod, node):
         return [UNTOLERATED_TAINT]
     for name, amount in request.items():
         if amount > 0 and amount > free.get(name, 0):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from domain import quantity
+from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.scheduler.snapshot import JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
@@ -146,6 +147,9 @@ class Ledger:
         for key in snapshot.reserving:
             job = snapshot.jobs.get(key)
             if job is not None:
+                self.enqueued(job)
+        for job in snapshot.unborn:  # admitted before its pods exist: it reserves its minimum too
+            if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
                 self.enqueued(job)
 
     def chain(self, queue: str) -> list[str]:

@@ -19,6 +19,7 @@ from domain.scheduler.plugins import (
     gang,
     network_topology,
     nodeorder,
+    overcommit,
     predicates,
     priority,
     proportion,
@@ -48,9 +49,10 @@ PLUGINS: dict[str, Callable[[Mapping[str, object]], Plugin]] = {
     nodeorder.NAME: nodeorder.build,
     binpack.NAME: binpack.build,
     network_topology.NAME: network_topology.build,
-    # Queue quotas.
+    # Queue quotas, and how many admitted gangs the whole cluster may hold.
     proportion.NAME: proportion.build,
     capacity.NAME: capacity.build,
+    overcommit.NAME: overcommit.build,
 }
 
 

@@ -4,6 +4,7 @@ the dispatchers that combine them by each point's rule, and what the actions fou
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -128,24 +129,13 @@ class Session:
     def job_key(self, job: JobInfo) -> tuple[Key, float, str]:
         return tuple(v for h in self._job_order for v in h.fn(job)), job.created, job.key
 
-    def in_queue_order(self, jobs: Iterable[JobInfo]) -> Iterator[JobInfo]:
+    def in_queue_order(self, jobs: Iterable[JobInfo]) -> JobQueues:
         """The jobs, next queue first (queue order is recomputed after every job, as shares
-        change), each queue's jobs in job order; a queue missing from the snapshot goes last."""
-        waiting: dict[str, list[JobInfo]] = {}
-        for job in jobs:
-            waiting.setdefault(job.queue, []).append(job)
-        # A waiting job's order key cannot change while other jobs are placed: sort each queue once.
-        for queued in waiting.values():
-            queued.sort(key=self.job_key, reverse=True)
-        while waiting:
-            name = min(waiting, key=self._queue_key_of)
-            queued = waiting[name]
-            job = queued.pop()
-            if not queued:
-                del waiting[name]
-            yield job
+        change), each queue's jobs in job order; a queue missing from the snapshot goes last.
+        A job may be put back (``JobQueues.push``) to come again in its new place."""
+        return JobQueues(self, jobs)
 
-    def _queue_key_of(self, name: str) -> tuple[int, object]:
+    def queue_key_of(self, name: str) -> tuple[int, object]:
         queue = self.snapshot.queues.get(name)
         return (1, name) if queue is None else (0, self.queue_key(queue))
 
@@ -201,6 +191,36 @@ class Session:
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return _intersect(self._reclaimable, reclaimer, candidates)
+
+
+class JobQueues:
+    """Waiting jobs by queue, each queue a heap in job order (a waiting job's order key does not
+    change while other jobs are placed, so it is computed once, when the job is put in)."""
+
+    def __init__(self, session: Session, jobs: Iterable[JobInfo]) -> None:
+        self._session = session
+        self._waiting: dict[str, list[tuple[tuple[Key, float, str], JobInfo]]] = {}
+        for job in jobs:
+            self._waiting.setdefault(job.queue, []).append((session.job_key(job), job))
+        for heap in self._waiting.values():
+            heapq.heapify(heap)  # keys end with the job's key: two never tie
+
+    def __iter__(self) -> Iterator[JobInfo]:
+        return self
+
+    def __next__(self) -> JobInfo:
+        if not self._waiting:
+            raise StopIteration
+        name = min(self._waiting, key=self._session.queue_key_of)
+        heap = self._waiting[name]
+        _, job = heapq.heappop(heap)
+        if not heap:
+            del self._waiting[name]
+        return job
+
+    def push(self, job: JobInfo) -> None:
+        """Put ``job`` back, in the place its order key gives it now."""
+        heapq.heappush(self._waiting.setdefault(job.queue, []), (self._session.job_key(job), job))
 
 
 def _intersect(

@@ -148,6 +148,9 @@ class Snapshot:
     pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
     waiting: list[ObjectKey] = field(default_factory=list)  # jobs with a pending or pipelined task, in job order
     reserving: list[ObjectKey] = field(default_factory=list)  # Inqueue jobs with minResources, in job order
+    # PodGroups that never had a pod yet, Pending or Inqueue, by key: Volcano's job controller makes
+    # a Job's pods only once its PodGroup is Inqueue, so enqueue must admit them without tasks.
+    unborn: list[JobInfo] = field(default_factory=list)
     dropped: list[JobInfo] = field(default_factory=list)  # jobs the queue rules took out of the snapshot
     spoiled: set[ObjectKey] = field(default_factory=set)  # jobs this session changed (see ``JobTable``)
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
@@ -246,6 +249,10 @@ def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, 
     if group is None:
         return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, seconds(pod.metadata.creation_timestamp),
                        PodGroupPhase.INQUEUE)  # fmt: skip
+    return _group_job(state, key, group, memo=memo, label=label)
+
+
+def _group_job(state: ClusterState, key: ObjectKey, group: PodGroup, *, memo: Memo, label: str) -> JobInfo:
     phase = state.phase_of("PodGroup", key)  # a job's key is its PodGroup's
     spec = group.spec
     facts = group_facts(memo, group, label)
@@ -285,6 +292,7 @@ class JobTable:
     pipelining: set[ObjectKey] = field(default_factory=set)  # jobs with a pipelined task
     waiting: set[ObjectKey] = field(default_factory=set)  # jobs with a pending or pipelined task
     reserving: set[ObjectKey] = field(default_factory=set)  # Inqueue jobs with minResources
+    childless: set[ObjectKey] = field(default_factory=set)  # PodGroups without a pod filed under them
     # job -> (its queue, what it adds to ``held`` and to ``asked`` there)
     sums: dict[ObjectKey, tuple[str, ResourceList, ResourceList]] = field(default_factory=dict)
     held: dict[str, ResourceList] = field(default_factory=dict)  # queue -> its jobs' holding tasks' requests
@@ -434,6 +442,7 @@ def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: s
     if not isinstance(table, JobTable) or table.source != source or classes:
         table = state.derived["jobs"] = JobTable(source)
         pods = set(state.objects.get("Pod", {}))
+        groups = set(state.objects.get("PodGroup", {}))
     live = state.objects.get("Pod", {})
     dirty = groups | table.owned | table.spoiled
     table.spoiled.clear()
@@ -450,9 +459,35 @@ def _job_table(state: ClusterState, config: SchedulerConfig, memo: Memo, pods: s
             table.pod_jobs[pod_key] = key
             table.members.setdefault(key, set()).add(pod_key)
             dirty.add(key)
+    present = state.objects.get("PodGroup", {})
+    for key in groups | dirty:
+        if key in present and key not in table.members:
+            table.childless.add(key)
+        else:
+            table.childless.discard(key)
     if dirty:
         _renew(state, config, memo, table, dirty)
     return table
+
+
+def _unborn(state: ClusterState, memo: Memo, table: JobTable, label: str) -> list[JobInfo]:
+    """The PodGroups that never had a pod, Pending or Inqueue, as jobs without tasks. One that had
+    pods (``peak_tasks``) and lost them is on its way out (SEEDS S1): not a job to admit."""
+    out = []
+    machines = state.machines.get("PodGroup", {})
+    for key in sorted(table.childless):
+        machine = machines.get(key)
+        group = state.objects.get("PodGroup", {}).get(key)
+        if machine is None or machine.peak_tasks or not isinstance(group, PodGroup):
+            continue
+        if machine.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
+            continue
+        job = _group_job(state, key, group, memo=memo, label=label)
+        if not job.terminating:
+            if group.spec.priority_class_name:
+                job.priority = _class_priority(state, group.spec.priority_class_name)
+            out.append(job)
+    return out
 
 
 def _pipelined(table: JobTable) -> list[TaskInfo]:
@@ -496,6 +531,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     snapshot.rebuilt = memo.rebuilt
     snapshot.waiting = sorted(jobs.waiting, key=jobs.first.__getitem__)
     snapshot.reserving = sorted(jobs.reserving, key=jobs.first.__getitem__)
+    snapshot.unborn = _unborn(state, memo, jobs, config.ib_cluster_label) if jobs.childless else []
     snapshot.spoiled, snapshot.unsettled, snapshot.rejected = jobs.spoiled, jobs.unsettled, jobs.rejected
     snapshot.queued = jobs.queued
     _hold_pipelined(snapshot, _pipelined(jobs))

@@ -82,8 +82,8 @@ def test_a_volcano_style_config() -> None:
     assert "proportion" not in config.plugin_names()
 
 
-# Volcano's own default install (installer/helm/chart/volcano/config/volcano-scheduler.conf), minus the
-# overcommit plugin that the contract does not list.
+# Volcano's own default install (installer/helm/chart/volcano/config/volcano-scheduler.conf of v1.15.1,
+# unchanged at main).
 VOLCANO_DEFAULT_INSTALL = """
 actions: "enqueue, allocate, backfill"
 tiers:
@@ -93,6 +93,7 @@ tiers:
     enablePreemptable: false
   - name: conformance
 - plugins:
+  - name: overcommit
   - name: drf
     enablePreemptable: false
   - name: predicates
@@ -104,7 +105,8 @@ tiers:
 
 def test_volcanos_default_install_config_is_accepted() -> None:
     config = from_mapping(yaml.safe_load(VOLCANO_DEFAULT_INSTALL))
-    assert tier_names(config) == VOLCANO_DEFAULT_TIERS
+    assert tier_names(config) == (VOLCANO_DEFAULT_TIERS[0], ("overcommit", *VOLCANO_DEFAULT_TIERS[1]))
+    assert config.warnings == ()
     assert config.tiers[0][1] == PluginConfig("gang", {"enablePreemptable": False})
 
 
@@ -194,6 +196,10 @@ class ErrorCase:
     want_error: str
 
 
+def _plugin(name: str, arguments: Any) -> dict[str, Any]:
+    return _tiers({"name": name, "arguments": arguments})
+
+
 def _tiers(*plugins: dict[str, Any]) -> dict[str, Any]:
     return {"tiers": [{"plugins": list(plugins)}]}
 
@@ -202,12 +208,12 @@ ERROR_CASES = [
     ErrorCase("an unknown action", {"actions": "enqueue, allocat"}, "unknown action 'allocat' in 'actions'"),
     ErrorCase(
         "two unknown actions are both named, sorted",
-        {"actions": "shuffle, allocate, evict"},
-        "unknown action 'evict', 'shuffle' in 'actions'",
+        {"actions": "evict, allocate, alocate"},
+        "unknown action 'alocate', 'evict' in 'actions'",
     ),
     ErrorCase("actions as a list", {"actions": ["allocate"]}, "'actions' must be a comma-separated string"),
     ErrorCase(
-        "an unknown plugin", _tiers({"name": "gang"}, {"name": "overcommit"}), "unknown plugin 'overcommit' in tier 0"
+        "an unknown plugin", _tiers({"name": "gang"}, {"name": "overcommitt"}), "unknown plugin 'overcommitt' in tier 0"
     ),
     ErrorCase(
         "an unknown plugin in the second tier",
@@ -264,12 +270,12 @@ ERROR_CASES = [
     ErrorCase(
         "a half-life that is not a duration",
         {"kueue": {"admissionFairSharing": {"usageHalfLifeTime": "a week"}}},
-        "'kueue.admissionFairSharing.usageHalfLifeTime' must be a duration such as '168h' or '5m', not 'a week'",
+        "'kueue.admissionFairSharing.usageHalfLifeTime' must be a duration such as '5m' or '300ms', not 'a week'",
     ),
     ErrorCase(
         "a sampling interval given as a bare number",
         {"kueue": {"admissionFairSharing": {"usageSamplingInterval": 300}}},
-        "'kueue.admissionFairSharing.usageSamplingInterval' must be a duration such as '168h' or '5m', not 300",
+        "'kueue.admissionFairSharing.usageSamplingInterval' must be a duration such as '5m' or '300ms', not 300",
     ),
     ErrorCase(
         "a sampling interval of zero",
@@ -285,6 +291,55 @@ ERROR_CASES = [
         "a negative resource weight",
         {"kueue": {"admissionFairSharing": {"resourceWeights": {"cpu": 2.0, "memory": -1}}}},
         "'kueue.admissionFairSharing.resourceWeights': the weight of 'memory' must be a number of at least 0, not -1",
+    ),
+    # Issue 12 items 16-19: configurations as users bring them.
+    ErrorCase("a truly unknown plugin stays an error", _plugin("overcomit", None), "unknown plugin 'overcomit'"),
+    ErrorCase("a truly unknown action stays an error", {"actions": "enqueue, shufle"}, "unknown action 'shufle'"),
+    ErrorCase("an empty tier is named", {"tiers": [{}]}, "tier 0 has no 'plugins'"),
+    ErrorCase("an empty second tier is named", {"tiers": [{"plugins": [{"name": "gang"}]}, {"plugins": []}]}, "tier 1"),
+    ErrorCase(
+        "a binpack argument upstream does not read",
+        _plugin("binpack", {"binpack.gpu": 2}),
+        "unknown argument 'binpack.gpu' of plugin 'binpack'",
+    ),
+    ErrorCase(
+        "a per-resource weight for a resource not listed",
+        _plugin("binpack", {"binpack.resources": "nvidia.com/gpu", "binpack.resources.example.com/foo": 3}),
+        "'binpack.resources.example.com/foo' names a resource missing from 'binpack.resources'",
+    ),
+    ErrorCase(
+        "a weight that is not an integer",
+        _plugin("nodeorder", {"leastrequested.weight": "2"}),
+        "argument 'leastrequested.weight' must be an integer, not '2'",
+    ),
+    ErrorCase(
+        "a predicates switch that is not a boolean",
+        _plugin("predicates", {"predicate.NodeAffinityEnable": "no"}),
+        "must be true or false",
+    ),
+    ErrorCase(
+        "drf reads no argument", _plugin("drf", {"drf.weight": 1}), "unknown argument 'drf.weight' of plugin 'drf'"
+    ),
+    ErrorCase(
+        "proportion reads no argument", _plugin("proportion", {"weight": 1}), "unknown argument 'weight' of plugin"
+    ),
+    ErrorCase(
+        "overcommit's factor is a number", _plugin("overcommit", {"overcommit-factor": "1.5"}), "must be a number"
+    ),
+    ErrorCase(
+        "a timeout of a non-duration is named",
+        {"kueue": {"waitForPodsReady": {"enable": True, "timeout": "banana"}}},
+        "'kueue.waitForPodsReady.timeout' must be a duration such as '5m' or '300ms', not 'banana'",
+    ),
+    ErrorCase(
+        "a negative timeout is named",
+        {"kueue": {"waitForPodsReady": {"enable": True, "timeout": "-1s"}}},
+        "'kueue.waitForPodsReady.timeout' must not be negative, not '-1s'",
+    ),
+    ErrorCase(
+        "a recovery timeout in days (not Go) is named",
+        {"kueue": {"waitForPodsReady": {"recoveryTimeout": "1d"}}},
+        "'kueue.waitForPodsReady.recoveryTimeout' must be a duration",
     ),
 ]
 

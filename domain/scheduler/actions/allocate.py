@@ -2,6 +2,10 @@
 predicates filter the nodes, node order picks one, and the job's statement is committed only
 when the job is ready, else discarded (Volcano's allocate action).
 
+As upstream, a job is placed only until it is ready (minMember met): then it goes back to its
+queue, and the gang plugin's job order puts ready jobs after unready ones, so an elastic job's
+pods beyond its minimum go after other gangs (one more each time its turn comes again).
+
 A gang pipelined by an earlier preemption gives its held room back and is placed afresh: once
 its victims are gone it fits there (nobody else could take that room). While they are still
 leaving it stays pipelined; when they are gone and it still does not fit, it stops waiting.
@@ -10,10 +14,11 @@ leaving it stays pipelined; when they are gone and it still does not fit, it sto
 from __future__ import annotations
 
 from domain.lifecycle.pod_group import PodGroupPhase
+from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
 from domain.scheduler import placement, sub_placement
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, TaskStatus
+from domain.scheduler.snapshot import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
 
 NAME = "allocate"
@@ -36,7 +41,9 @@ def execute(session: Session) -> None:
             continue
         waiting.append(job)
     # 2. Take the next queue (queue order, recomputed as shares change) and its next job.
-    for job in session.in_queue_order(waiting):
+    order = session.in_queue_order(waiting)
+    failed: dict[ObjectKey, set[ObjectKey]] = {}  # job -> its tasks that found no node this session
+    for job in order:
         queue = session.snapshot.queues.get(job.queue)
         if queue is None or not queue.is_open:
             state = "missing" if queue is None else queue.state
@@ -45,16 +52,19 @@ def execute(session: Session) -> None:
         if job.phase is PodGroupPhase.PENDING:
             session.snapshot.spoil(job.key)
             job.phase = PodGroupPhase.INQUEUE
-        # 3. Place it: inside one network domain when it asks for one, else on any nodes.
-        _allocate(session, job)
+        # 3. Place it: inside one network domain when it asks for one, else on any nodes; a job
+        #    made ready with tasks still pending goes back to its queue.
+        if _allocate(session, job, failed.setdefault(job.key, set())):
+            order.push(job)
 
 
-def _allocate(session: Session, job: JobInfo) -> None:
+def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey]) -> bool:
+    """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
     held = Statement(session)
     for task in job.pipelined():
         held.unpipeline(task)
-    _place(session, job, held)
+    return _place(session, job, held, failed)
 
 
 def _still_released(session: Session, nodes: set[str]) -> bool:
@@ -63,8 +73,9 @@ def _still_released(session: Session, nodes: set[str]) -> bool:
     return any(t.status is TaskStatus.RELEASING and t.node in nodes for j in jobs for t in j.tasks)
 
 
-def _place(session: Session, job: JobInfo, held: Statement) -> None:
+def _place(session: Session, job: JobInfo, held: Statement, failed: set[ObjectKey]) -> bool:
     attempt = None
+    rest: list[TaskInfo] = []  # tasks of a plain job left to try once it is ready
     found = session.found
     if job.subgroups:
         attempt, verdicts = sub_placement.place(session, job)
@@ -73,27 +84,35 @@ def _place(session: Session, job: JobInfo, held: Statement) -> None:
                 found.refuse(job, verdict)
         if attempt is None:  # no domain of the gang's hard topology holds its sub-gangs
             _keep_waiting(session, held)
-            return
+            return False
     elif job.topology is not None:
         attempt, verdict = placement.place_in_domain(session, job)
         if attempt is None and job.topology.hard and verdict is not None:
             session.found.refuse(job, verdict)
             _keep_waiting(session, held)
-            return
+            return False
     if attempt is None:
-        nodes = session.snapshot.node_list()
-        attempt = placement.place(session, job, [t for t in job.pending() if not t.best_effort], nodes)
+        tasks = [t for t in job.pending() if not t.best_effort and t.key not in failed]
+        need = job.min_member - job.placed()
+        attempt = placement.place(
+            session, job, tasks, session.snapshot.node_list(),
+            enough=lambda placed: placed >= need and session.job_ready(job) is None,
+        )  # fmt: skip
+        failed.update(attempt.failed)
+        rest = [t for t in tasks if t.status is TaskStatus.PENDING and t.key not in failed]
     # 4. Commit when the gang is ready; otherwise undo every placement and say why.
     not_ready = session.job_ready(job)
     if not_ready is None:
         held.commit()
+        placed = attempt.statement.placed()
         attempt.statement.commit()
-        return
+        return bool(placed and rest)
     found.tentative[job.key] = max(found.tentative.get(job.key, 0), attempt.statement.placed())
     found.fits[job.key] = {**found.fits.get(job.key, {}), **attempt.failed}
     found.refuse(job, attempt.refused or not_ready)
     attempt.statement.discard()
     _keep_waiting(session, held)
+    return False
 
 
 def _keep_waiting(session: Session, held: Statement) -> None:

@@ -1,39 +1,84 @@
-"""nodeorder: kube-scheduler's least-requested and balanced-allocation scores (0-100 each),
-so by default load spreads over nodes and cpu and memory stay in proportion."""
+"""nodeorder: kube-scheduler's resource scores as Volcano's nodeorder plugin weighs them:
+least-requested (cpu and memory), most-requested (off unless weighted) and balanced allocation
+(cpu, memory and ``nvidia.com/gpu``). Each is kube-scheduler's integer score in 0..100 before
+its weight (``leastrequested.weight``, ``mostrequested.weight``, ``balancedresource.weight``),
+so two nodes that kube-scheduler tells apart are not tied here, nor the other way round.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from domain import quantity
+from domain.scheduler.plugin_args import integer
 from domain.scheduler.session import Plugin, Session
 from domain.scheduler.snapshot import NodeInfo, TaskInfo
 
 NAME = "nodeorder"
-_MAX = 100.0
+_MAX = 100
+_GPU = "nvidia.com/gpu"
+_FIT = (quantity.CPU, quantity.MEMORY)
 
 
-def _fractions(task: TaskInfo, node: NodeInfo) -> list[float]:
-    """Share of cpu and memory in use once the task is placed."""
-    out = []
-    for name in (quantity.CPU, quantity.MEMORY):
-        total = node.allocatable.get(name, 0)
+def _requested(task: TaskInfo, node: NodeInfo, name: str) -> tuple[int, int]:
+    """What the node holds of ``name`` once the task is placed, and what it has."""
+    total = node.allocatable.get(name, 0)
+    return total - node.idle.get(name, 0) + task.request.get(name, 0), total
+
+
+def least_requested(task: TaskInfo, node: NodeInfo) -> int:
+    """The mean over cpu and memory of the integer share left free (kube-scheduler's LeastAllocated)."""
+    scores = []
+    for name in _FIT:
+        requested, total = _requested(task, node, name)
         if total > 0:
-            out.append((total - node.idle.get(name, 0) + task.request.get(name, 0)) / total)
-    return out
+            scores.append(0 if requested > total else (total - requested) * _MAX // total)
+    return sum(scores) // len(scores) if scores else 0
 
 
-def _score(task: TaskInfo, node: NodeInfo) -> float:
-    used = _fractions(task, node)
-    if not used:
-        return 0.0
-    least_requested = sum(_MAX * (1 - u) for u in used) / len(used)
-    balanced = _MAX * (1 - (max(used) - min(used)))
-    return least_requested + balanced
+def most_requested(task: TaskInfo, node: NodeInfo) -> int:
+    """The mean over cpu and memory of the integer share in use (kube-scheduler's MostAllocated)."""
+    scores = []
+    for name in _FIT:
+        requested, total = _requested(task, node, name)
+        if total > 0:
+            scores.append(min(requested, total) * _MAX // total)
+    return sum(scores) // len(scores) if scores else 0
+
+
+def balanced(task: TaskInfo, node: NodeInfo) -> int:
+    """100 x (1 - the standard deviation of the fractions in use), truncated (BalancedAllocation).
+    The GPU counts only for a task that asks for one, and a resource the node lacks not at all."""
+    fractions = []
+    for name in (*_FIT, _GPU):
+        if name == _GPU and not task.request.get(name):
+            continue
+        requested, total = _requested(task, node, name)
+        if total > 0:
+            fractions.append(min(requested / total, 1.0))
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs(fractions[0] - fractions[1]) / 2
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * _MAX)
 
 
 def build(options: Mapping[str, object]) -> Plugin:
+    weights = (
+        (integer(options, "leastrequested.weight", 1), least_requested),
+        (integer(options, "mostrequested.weight", 0), most_requested),
+        (integer(options, "balancedresource.weight", 1), balanced),
+    )
+    scorers = tuple((w, fn) for w, fn in weights if w)
+
+    def score(task: TaskInfo, node: NodeInfo) -> float:
+        return float(sum(w * fn(task, node) for w, fn in scorers))
+
     def on_open(session: Session) -> None:
-        session.add_node_order(NAME, _score)
+        if scorers:
+            session.add_node_order(NAME, score)
 
     return Plugin(NAME, on_open)

@@ -1,0 +1,37 @@
+"""Pod status: a pod of ours in no PodGroup that a cycle could not place says why on the pod
+itself, as kube-scheduler and Volcano do: condition ``PodScheduled``=False, reason
+``Unschedulable``, the node summary as message ("0/3 nodes are unavailable: 3 Insufficient cpu.").
+Written when the pod first waits and whenever the message changes (CONTRACT section 2).
+"""
+
+from __future__ import annotations
+
+from domain import decisions
+from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.reasons import most_severe
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import TaskStatus
+from domain.state import ClusterState
+
+
+def pod_statuses(state: ClusterState, session: Session, seq: int) -> list[Decision]:
+    out = []
+    jobs, found = session.snapshot.jobs, session.found
+    pods = state.machines.get("Pod", {})
+    for key in sorted(k for k in found.verdicts if (job := jobs.get(k)) is not None and job.group is None):
+        task = jobs[key].tasks[0]
+        machine = pods.get(task.key)
+        if task.status is not TaskStatus.PENDING or machine is None or machine.uid != task.pod.metadata.uid:
+            continue
+        summary = found.fits.get(key, {}).get(task.key)
+        verdict = most_severe(found.verdicts[key])
+        message = summary.message() if summary is not None else verdict.message if verdict is not None else ""
+        view = ("Pending", (("PodScheduled", "False", "Unschedulable", message),))
+        if machine.reported == view:
+            continue
+        machine.reported = view  # only this module reads it for a pod: no other state changes
+        out.append(decisions.make(
+            state.name, seq, DecisionKind.POD_STATUS, ObjectRef.of(task.pod), "Unschedulable",
+            conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}],
+        ))  # fmt: skip
+    return out
