@@ -4,9 +4,14 @@ admission updates, so two queues can never both take the same cohort capacity.
 StrictFIFO: the head is the first workload; if it does not fit it blocks its queue.
 BestEffortFIFO: a workload that does not fit is passed over (parked; it is looked at again
 every cycle, when capacity may have been freed) and the next one may be the head.
-Heads are processed non-borrowing first, then by priority, creation and name. A head that
-fits is admitted (QuotaReserved and Admitted, with its admission); one that needs preemption
-evicts its victims and gets quota only in a later cycle, once they released it.
+Heads are processed by the number of cohort levels they borrow through (none first), then by
+priority, creation and name. A head that fits is admitted (QuotaReserved and Admitted, with its
+admission); one that needs preemption evicts its victims and gets quota only in a later cycle,
+once they released it. A head that needs preemption but has no candidates, in a ClusterQueue
+that cannot always reclaim what it lends (``reclaimWithinCohort`` other than Any), reserves in
+its turn what it could take of its quota, so no other queue borrows it meanwhile (Kueue's
+``reserveCapacityForUnreclaimablePreempt``); as Kueue parks such a head and lets the next one of
+its queue go in the next cycle, it reserves only when no workload behind it can go.
 """
 
 from __future__ import annotations
@@ -40,10 +45,10 @@ class Entry:
     info: WorkloadInfo
     cq: ClusterQueue
     assignment: Assignment
-    borrows: bool
+    blocked: bool = False  # needs preemption without candidates: only reserves capacity
 
-    def order(self) -> tuple[bool, int, datetime, str]:
-        return (self.borrows, -self.info.priority, self.info.created, self.info.key)
+    def order(self) -> tuple[int, int, datetime, str]:
+        return (self.assignment.borrowing, -self.info.priority, self.info.created, self.info.key)
 
 
 def run(
@@ -60,7 +65,24 @@ def run(
     entries.sort(key=Entry.order)
     while entries:
         entry = entries.pop(0) if fair is None else _lowest_share(snap, entries)
-        _process(snap, box, entry, targeted, fair=fair, afs=afs)
+        if entry.blocked:
+            _reserve(snap, entry)
+        else:
+            _process(snap, box, entry, targeted, fair=fair, afs=afs)
+
+
+def _reserve(snap: KueueSnapshot, entry: Entry) -> None:
+    """Charge the blocked head's queue with what it could take of its quota, for this cycle."""
+    node = snap.tree.queues[entry.cq.metadata.name]
+    for fr, amount in entry.assignment.usage().items():
+        used, nominal = node.usage.get(fr, 0), node.nominal.get(fr, 0)
+        if entry.assignment.borrowing > 0:
+            limit = node.borrowing_limit.get(fr)
+            reserved = amount if limit is None else min(amount, nominal + limit - used)
+        else:
+            reserved = min(amount, nominal - used)
+        if reserved > 0:
+            node.add_usage(fr, reserved)
 
 
 def _lowest_share(snap: KueueSnapshot, entries: list[Entry]) -> Entry:
@@ -81,10 +103,13 @@ def _targets(
 
 def _can_go(
     snap: KueueSnapshot, cq: ClusterQueue, info: WorkloadInfo, assignment: Assignment, fair: FairSharing | None
-) -> bool:
+) -> bool | None:
+    """True when the workload can go now; None when it needs preemption without candidates."""
     if assignment.mode >= Mode.BORROW:
         return True
-    return assignment.mode is Mode.PREEMPT and _targets(snap, cq, info, assignment, fair) is not None
+    if assignment.mode is not Mode.PREEMPT:
+        return False
+    return True if _targets(snap, cq, info, assignment, fair) is not None else None
 
 
 def _nominate(
@@ -92,15 +117,18 @@ def _nominate(
 ) -> Entry | None:
     strict = cq.spec.queueing_strategy == "StrictFIFO"
     failed: dict[tuple[object, ...], str] = {}  # shapes that did not fit this cycle, and why
+    blocked: Entry | None = None  # the first head that needs preemption without candidates
     for info in infos:
         if info.key in box.touched or backing_off(snap, info):
             continue
         message = failed.get(info.shape)
         if message is None:
-            assignment = assign(snap, info, cq)
-            if _can_go(snap, cq, info, assignment, fair):
-                node = snap.tree.queues[cq.metadata.name]
-                return Entry(info, cq, assignment, assignment.borrows(node))
+            assignment = assign(snap, info, cq, fair)
+            go = _can_go(snap, cq, info, assignment, fair)
+            if go:
+                return Entry(info, cq, assignment)
+            if go is None and blocked is None and cq.spec.preemption.reclaim_within_cohort != "Any":
+                blocked = Entry(info, cq, assignment, blocked=True)
             message = failed[info.shape] = assignment.message
         box.status(info, waiting(info.view, PENDING, message), PENDING)
         if strict:
@@ -108,8 +136,8 @@ def _nominate(
             for behind in infos:
                 if not backing_off(snap, behind):
                     box.status(behind, waiting(behind.view, PENDING, message), PENDING)
-            return None
-    return None
+            return blocked
+    return blocked
 
 
 def _backoff_ended(info: WorkloadInfo) -> bool:
@@ -127,7 +155,7 @@ def _process(
     afs: AdmissionFairSharing | None,
 ) -> None:
     info, cq = entry.info, entry.cq
-    assignment = assign(snap, info, cq)
+    assignment = assign(snap, info, cq, fair)
     if assignment.mode >= Mode.BORROW:
         flavors = {f for psa in assignment.pod_sets for f in psa.flavors.values()}
         admission = assignment.admission(cq.metadata.name)

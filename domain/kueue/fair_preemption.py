@@ -124,7 +124,7 @@ def targets(
             return []
         candidates = [
             t
-            for t in _candidates(snap, cq, preemptor, set(usage), borrowing=False)
+            for t in _candidates(snap, cq, preemptor, set(usage))
             if t.victim.admitted_to == name or _is_borrowing(snap, t)
         ]
         fits, retry = _first(search, name, candidates, fair.strategies[0])

@@ -5,7 +5,9 @@ fair-sharing preemption within a cohort.
 The share of a node with a parent is, over resources, the largest of (usage above its subtree
 quota, summed over flavors) / (what its parent could lend of that resource), in thousandths,
 divided by its ``fairSharing.weight`` (default 1). Weight 0 is an infinite share while
-borrowing. Shares are compared level by level from the root, as Kueue's tournament does.
+borrowing, above every finite share; two such shares compare by their unweighted ratios (as
+Kueue's ``CompareDRS``), so the share is encoded as ``INFINITE`` plus the unweighted ratio.
+Shares are compared level by level from the root, as Kueue's tournament does.
 
 Preemption (``preemptionStrategies``, default LessThanOrEqualToFinalShare then
 LessThanInitialShare) visits the candidate queues furthest over their share first; a workload
@@ -64,13 +66,13 @@ def share(snap: KueueSnapshot, node: QuotaNode) -> int:
             borrowed[fr[1]] = borrowed.get(fr[1], 0) + above
     if not borrowed:
         return 0
-    node_weight = weight(snap, node)
-    if node_weight <= 0:
-        return INFINITE
     lendable: dict[str, int] = {}
     for fr in parent.subtree:
         lendable[fr[1]] = lendable.get(fr[1], 0) + max(0, parent.potential(fr))
     ratio = max((amount * 1000 // lendable[r] for r, amount in borrowed.items() if lendable.get(r, 0) > 0), default=0)
+    node_weight = weight(snap, node)
+    if node_weight <= 0:
+        return INFINITE + ratio
     return ratio * 1000 // node_weight
 
 

@@ -1,9 +1,15 @@
-"""Flavor assignment: for each podSet and each resource group of its ClusterQueue, the first
-flavor (in the group's order) where the podSet's requests fit, as Kueue's flavor assigner with
-the default fungibility: a flavor that fits, with or without borrowing, ends the search; one
-that fits only by preempting is remembered while later flavors are tried; a TAS flavor also
-needs a topology placement, unless a ProvisioningRequest check delays it to the second pass.
-The workload's mode is the worst of its podSets'."""
+"""Flavor assignment: for each podSet and each resource group of its ClusterQueue, the flavor
+(in the group's order) where the podSet's requests fit, as Kueue's flavor assigner with the
+default fungibility: a flavor that fits, with or without borrowing, ends the search; one that
+fits only by preempting is remembered while later flavors are tried, and the best of those is
+kept: one that needs only reclaim from other queues above one that needs priority preemption
+in the ClusterQueue, above one where no preemption candidates exist; then the one that borrows
+through fewer cohort levels. Preemption is considered at all only when the request fits the
+nominal quota, or a cohort below the root could hold it, or borrowing while preempting is
+allowed (``borrowWithinCohort``, or fair sharing with reclaim). A TAS flavor also needs a
+topology placement, unless a ProvisioningRequest check delays it to the second pass. The
+workload's mode is the worst of its podSets', its borrowing level the highest.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from domain.kueue import topology
+from domain.kueue import fair_preemption, preemption, topology
 from domain.kueue.admission_checks import delays_topology
+from domain.kueue.fair_sharing import FairSharing
 from domain.kueue.quota import FlavorResource, QuotaNode
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.topology import Placement
@@ -29,6 +36,21 @@ class Mode(IntEnum):
     PREEMPT = 1  # fits once some workloads are preempted
     BORROW = 2  # fits now, above nominal quota, with cohort capacity
     FIT = 3  # fits in unused nominal quota
+
+
+class Possibility(IntEnum):
+    """How a flavor can take a request, worst to best (Kueue's granular preemption modes)."""
+
+    NO_FIT = 0  # not at all, or preemption is not allowed to make room
+    NO_CANDIDATES = 1  # preemption could make room, but no workload may be preempted
+    PREEMPT = 2  # by preempting workloads of the ClusterQueue itself (maybe others too)
+    RECLAIM = 3  # by reclaiming only from other queues of the cohort
+    FIT = 4  # now, with or without borrowing
+
+    def mode(self, level: int) -> Mode:
+        if self is Possibility.FIT:
+            return Mode.BORROW if level > 0 else Mode.FIT
+        return Mode.NO_FIT if self is Possibility.NO_FIT else Mode.PREEMPT
 
 
 @dataclass
@@ -62,6 +84,7 @@ class Assignment:
     pod_sets: list[PodSetAssignment]
     mode: Mode
     message: str  # why not a plain fit, Kueue's wording
+    borrowing: int = 0  # the highest cohort level it borrows through (0: none), after preemption
 
     def usage(self) -> dict[FlavorResource, int]:
         total: dict[FlavorResource, int] = {}
@@ -70,30 +93,64 @@ class Assignment:
                 total[fr] = total.get(fr, 0) + amount
         return total
 
-    def borrows(self, node: QuotaNode) -> bool:
-        return any(node.is_borrowing(fr, amount) for fr, amount in self.usage().items())
-
     def admission(self, cluster_queue: str) -> dict[str, Any]:
         return {"clusterQueue": cluster_queue, "podSetAssignments": [p.to_json() for p in self.pod_sets]}
 
 
-def fit_mode(node: QuotaNode, fr: FlavorResource, amount: int) -> Mode:
-    if fr not in node.nominal:
-        return Mode.NO_FIT
-    if amount <= node.available(fr):
-        return Mode.BORROW if node.is_borrowing(fr, amount) else Mode.FIT
-    return Mode.PREEMPT if amount <= node.potential(fr) else Mode.NO_FIT
-
-
-def _why(node: QuotaNode, fr: FlavorResource, amount: int, mode: Mode) -> str:
+def _why(node: QuotaNode, fr: FlavorResource, amount: int) -> str:
     flavor, resource = fr
     if fr not in node.nominal:
         return f"flavor {flavor} has no quota for {resource}"
-    if mode is Mode.PREEMPT:
+    if amount <= node.potential(fr):
         more = format_milli(resource, amount - max(0, node.available(fr)))
         return f"insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
     want, most = format_milli(resource, amount), format_milli(resource, node.potential(fr))
     return f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({want} > {most})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Oracle:
+    """Simulates preemption for one (flavor, resource), as Kueue's preemption oracle does."""
+
+    snap: KueueSnapshot
+    cq: ClusterQueue
+    info: WorkloadInfo
+    fair: FairSharing | None
+
+    def may_preempt_while_borrowing(self) -> bool:
+        policy = self.cq.spec.preemption
+        if self.fair is not None and policy.reclaim_within_cohort != "Never":
+            return True
+        return not preemption.borrow_within_cohort_forbidden(self.cq)
+
+    def simulate(self, fr: FlavorResource, amount: int) -> tuple[Possibility, int]:
+        node = self.snap.tree.queues[self.cq.metadata.name]
+        usage = {fr: amount}
+        if self.fair is not None:
+            found = fair_preemption.targets(self.snap, self.cq, self.info, usage, self.fair)
+        else:
+            found = preemption.targets(self.snap, self.cq, self.info, usage)
+        if found is None:
+            return Possibility.NO_CANDIDATES, node.borrowing_level(fr, amount)[0]
+        for target in found:
+            self.snap.charge(target.victim, -1)
+        level = node.borrowing_level(fr, amount)[0]
+        for target in found:
+            self.snap.charge(target.victim, +1)
+        own = not found or any(t.victim.admitted_to == self.cq.metadata.name for t in found)
+        return (Possibility.PREEMPT if own else Possibility.RECLAIM), level
+
+
+def _resource_fit(oracle: _Oracle, node: QuotaNode, fr: FlavorResource, amount: int) -> tuple[Possibility, int]:
+    """How ``amount`` of ``fr`` fits the ClusterQueue: possibility and borrowing level."""
+    if fr not in node.nominal or amount > node.potential(fr):
+        return Possibility.NO_FIT, 0
+    level, below_root = node.borrowing_level(fr, amount)
+    if amount <= node.available(fr):
+        return Possibility.FIT, level
+    if amount <= node.nominal[fr] or below_root or oracle.may_preempt_while_borrowing():
+        return oracle.simulate(fr, amount)
+    return Possibility.NO_FIT, level
 
 
 def _matches(flavor: ResourceFlavor, pod_set: PodSet) -> bool:
@@ -107,10 +164,11 @@ def _requests(cq: ClusterQueue, pod_set: PodSetRequest) -> tuple[ResourceList, l
     return requests, sorted(r for r in requests if r not in covered)
 
 
-def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignment:
+def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue, fair: FairSharing | None = None) -> Assignment:
     """The best assignment for ``info`` in ``cq`` against the snapshot's usage now."""
     taken: dict[FlavorResource, int] = {}
     result = Assignment([], Mode.FIT, "")
+    oracle = _Oracle(snap, cq, info, fair)
     for spec, request in zip(info.obj.spec.pod_sets, info.pod_sets, strict=True):
         requests, uncovered = _requests(cq, request)
         psa = PodSetAssignment(PodSetRequest(request.name, request.count, requests))
@@ -123,8 +181,7 @@ def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignm
             if not wanted:
                 continue
             picked = _pick(
-                snap,
-                cq,
+                oracle,
                 group.flavors,
                 spec=spec,
                 requests=(request, psa.pod_set),
@@ -132,8 +189,9 @@ def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue) -> Assignm
                 taken=taken,
                 messages=messages,
             )
-            mode, flavor_name, placement = picked
+            mode, flavor_name, placement, level = picked
             result.mode = min(result.mode, mode)
+            result.borrowing = max(result.borrowing, level)
             if mode is Mode.NO_FIT:
                 break
             psa.flavors.update(dict.fromkeys(wanted, flavor_name))
@@ -154,8 +212,7 @@ def _delayed(snap: KueueSnapshot, cq: ClusterQueue, flavor: str) -> bool:
 
 
 def _pick(
-    snap: KueueSnapshot,
-    cq: ClusterQueue,
+    oracle: _Oracle,
     flavors: list[Any],
     *,
     spec: PodSet,
@@ -163,35 +220,41 @@ def _pick(
     wanted: list[str],
     taken: Mapping[FlavorResource, int],
     messages: list[str],
-) -> tuple[Mode, str, Placement | None]:
-    """The first flavor that fits (``requests``: the podSet's full requests, and those the queue covers)."""
+) -> tuple[Mode, str, Placement | None, int]:
+    """The flavor to use (``requests``: the podSet's full requests, and those the queue covers):
+    the first that fits, else the best that fits by preemption; mode, flavor, placement and
+    borrowing level."""
+    snap, cq = oracle.snap, oracle.cq
     full, pod_set = requests
     node = snap.tree.queues[cq.metadata.name]
-    best: tuple[Mode, str, Placement | None] = (Mode.NO_FIT, "", None)
+    best: tuple[tuple[Possibility, int], str] = ((Possibility.NO_FIT, 0), "")
     for quotas in flavors:
         flavor = snap.flavors[quotas.name]
         if not _matches(flavor, spec):
             messages.append(f"flavor {flavor.metadata.name} doesn't match node affinity")
             continue
-        mode = Mode.FIT
+        worst: tuple[Possibility, int] = (Possibility.FIT, 0)
         for resource in wanted:
             fr = (quotas.name, resource)
             amount = pod_set.per_pod[resource] * pod_set.count + taken.get(fr, 0)
-            fr_mode = fit_mode(node, fr, amount)
-            if fr_mode < Mode.BORROW:
-                messages.append(_why(node, fr, amount, fr_mode))
-            mode = min(mode, fr_mode)
-        placement: Placement | None = None
-        if mode >= Mode.BORROW and flavor.spec.topology_name and not _delayed(snap, cq, quotas.name):
-            found = topology.place(
-                snap, flavor, spec.template.spec, full.per_pod, count=full.count, request=spec.topology_request
-            )
-            if isinstance(found, str):
-                messages.append(found)
-                continue
-            placement = found
-        if mode >= Mode.BORROW:
-            return (mode, quotas.name, placement)
-        if mode is Mode.PREEMPT and best[0] is Mode.NO_FIT:
-            best = (mode, quotas.name, None)
-    return best
+            possibility, level = _resource_fit(oracle, node, fr, amount)
+            if possibility is not Possibility.FIT:
+                messages.append(_why(node, fr, amount))
+            if (possibility, -level) < (worst[0], -worst[1]):
+                worst = (possibility, level)
+        possibility, level = worst
+        if possibility is Possibility.FIT:
+            placement: Placement | None = None
+            if flavor.spec.topology_name and not _delayed(snap, cq, quotas.name):
+                found = topology.place(
+                    snap, flavor, spec.template.spec, full.per_pod, count=full.count, request=spec.topology_request
+                )
+                if isinstance(found, str):
+                    messages.append(found)
+                    continue
+                placement = found
+            return possibility.mode(level), quotas.name, placement, level
+        if (possibility, -level) > (best[0][0], -best[0][1]):
+            best = ((possibility, level), quotas.name)
+    (possibility, level), name = best
+    return possibility.mode(level), name, None, level

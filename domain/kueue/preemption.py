@@ -6,23 +6,29 @@ its ClusterQueue's policies (Kueue's classic preemption).
 * ``reclaimWithinCohort``: Never, LowerPriority, Any: workloads of other queues of the same
   cohort tree, only while their queue borrows the resource;
 * ``borrowWithinCohort``: LowerPriority (up to ``maxPriorityThreshold``): the preemptor may
-  itself borrow while reclaiming.
+  itself borrow while reclaiming from a workload of lower priority; any other workload of
+  another queue may be reclaimed only if the preemptor then fits without borrowing.
 
-Candidates from other queues go first, then lower priority, then the most recently admitted.
-They are removed one by one until the preemptor fits, then added back in reverse where the
-preemptor still fits without them: the set is minimal. Workloads already evicted but still
-holding quota are never candidates; if their release alone makes room, there are no new
-victims and the preemptor waits for them.
+Candidates from other queues go first, then lower priority, then the most recent quota
+reservation (the ``QuotaReserved`` condition's time), then UID. They are removed one by one
+until the preemptor fits, then added back in reverse where the preemptor still fits without
+them: the set is minimal. Which attempts are made (the preemptor allowed to borrow or not)
+depends, as in Kueue, on whether the ClusterQueue's usage is under its nominal quota in the
+resources needing preemption. Workloads already evicted but still holding quota are never
+candidates; if their release alone makes room, there are no new victims and the preemptor
+waits for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from domain.kueue.quota import FlavorResource, QuotaNode
 from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
+from domain.lifecycle.workload import HOLDS_QUOTA
 from domain.objects.kueue import ClusterQueue
 
 
@@ -30,6 +36,7 @@ from domain.objects.kueue import ClusterQueue
 class Target:
     victim: WorkloadInfo
     reason: str  # the Preempted condition's reason: InClusterQueue, InCohortReclamation, ...
+    while_borrowing: bool = True  # may be taken while the preemptor borrows (Kueue's ReclaimWithoutBorrowing: no)
 
 
 def _root(node: QuotaNode) -> QuotaNode:
@@ -50,45 +57,66 @@ def _in_queue_ok(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) 
         return candidate.priority < preemptor.priority or (
             candidate.priority == preemptor.priority and candidate.created > preemptor.created
         )
-    return False
+    return policy == "Any"
 
 
-def _reclaim_ok(cq: ClusterQueue, preemptor: WorkloadInfo, candidate: WorkloadInfo, borrowing: bool) -> bool:
-    policy = cq.spec.preemption
-    if borrowing:
-        within = policy.borrow_within_cohort
-        threshold = within.max_priority_threshold if within else None
-        return candidate.priority < preemptor.priority and (threshold is None or candidate.priority <= threshold)
-    if policy.reclaim_within_cohort == "Any":
-        return True
-    return policy.reclaim_within_cohort == "LowerPriority" and candidate.priority < preemptor.priority
+def borrow_within_cohort_forbidden(cq: ClusterQueue) -> bool:
+    within = cq.spec.preemption.borrow_within_cohort
+    return within is None or within.policy == "Never"
+
+
+def _reclaimable_while_borrowing(cq: ClusterQueue, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
+    """Whether the preemptor may borrow while reclaiming ``candidate`` (``borrowWithinCohort``)."""
+    if borrow_within_cohort_forbidden(cq) or candidate.priority >= preemptor.priority:
+        return False
+    within = cq.spec.preemption.borrow_within_cohort
+    threshold = within.max_priority_threshold if within else None
+    return threshold is None or candidate.priority <= threshold
+
+
+def reserved_at(snap: KueueSnapshot, info: WorkloadInfo) -> datetime:
+    """When ``info`` got its quota reservation: the ``QuotaReserved`` condition's time as the
+    cluster shows it, else the scheduler clock at which its machine entered a quota-holding
+    phase (our own reservation, or the first sight of a reserved workload), else now (as Kueue
+    does for a condition without a time)."""
+    status = snap.state.status_of(info.obj)
+    if status is None or status.workload is None:  # the cluster's status is in force
+        found = next((c for c in info.obj.status.conditions if c.type == "QuotaReserved"), None)
+        if found is not None and found.status == "True" and found.last_transition_time is not None:
+            return found.last_transition_time
+    if status is not None and status.phase in HOLDS_QUOTA and status.since is not None:
+        return status.since
+    return snap.clock
 
 
 def _candidates(
-    snap: KueueSnapshot, cq: ClusterQueue, preemptor: WorkloadInfo, frs: set[FlavorResource], borrowing: bool
+    snap: KueueSnapshot, cq: ClusterQueue, preemptor: WorkloadInfo, frs: set[FlavorResource]
 ) -> list[Target]:
     name = cq.metadata.name
     node = snap.tree.queues[name]
     root = _root(node)
-    out: list[tuple[tuple[int, int, int, str], Target]] = []
+    policy = cq.spec.preemption
+    out: list[tuple[tuple[int, int, float, str], Target]] = []
     for info in snap.holders():
         if info.view.is_true("Evicted") or not frs & set(info.usage()):
             continue
         other = snap.tree.queues[info.admitted_to]
         if info.admitted_to == name:
-            if not _in_queue_ok(cq.spec.preemption.within_cluster_queue, preemptor, info):
+            if not _in_queue_ok(policy.within_cluster_queue, preemptor, info):
                 continue
-            reason = "InClusterQueue"
-        elif other is not node and _root(other) is root and cq.spec.preemption.reclaim_within_cohort != "Never":
-            if not _reclaim_ok(cq, preemptor, info, borrowing):
+            target = Target(info, "InClusterQueue")
+        elif other is not node and _root(other) is root and policy.reclaim_within_cohort != "Never":
+            if not _in_queue_ok(policy.reclaim_within_cohort, preemptor, info):
                 continue
-            reason = "InCohortReclaimWhileBorrowing" if borrowing else "InCohortReclamation"
+            if _reclaimable_while_borrowing(cq, preemptor, info):
+                target = Target(info, "InCohortReclaimWhileBorrowing")
+            else:
+                target = Target(info, "InCohortReclamation", while_borrowing=False)
         else:
             continue
-        status = snap.state.status_of(info.obj)
-        since = status.since_seq if status is not None else 0
-        rank = (0 if info.admitted_to != name else 1, info.priority, -since, info.key)
-        out.append((rank, Target(info, reason)))
+        since = reserved_at(snap, info).timestamp()
+        rank = (0 if info.admitted_to != name else 1, info.priority, -since, info.obj.metadata.uid or "")
+        out.append((rank, target))
     return [t for _, t in sorted(out, key=lambda item: item[0])]
 
 
@@ -129,6 +157,18 @@ def _select(
     return chosen
 
 
+def _attempts(cq: ClusterQueue, under_nominal: bool, candidates: list[Target]) -> list[bool]:
+    """Whether each attempt lets the preemptor borrow, in order (Kueue's classical preemption):
+    only borrowing when no other queue has candidates, or when borrowing within the cohort is
+    forbidden and the queue's usage is not under its nominal quota; else both."""
+    name = cq.metadata.name
+    others = any(t.victim.admitted_to != name for t in candidates)
+    forbidden = borrow_within_cohort_forbidden(cq)
+    if not others or (forbidden and not under_nominal):
+        return [True]
+    return [False, True] if forbidden else [True, False]
+
+
 def targets(
     snap: KueueSnapshot, cq: ClusterQueue, preemptor: WorkloadInfo, usage: dict[FlavorResource, int]
 ) -> list[Target] | None:
@@ -136,26 +176,18 @@ def targets(
     already being evicted make room; None when no allowed set does."""
     name = cq.metadata.name
     node = snap.tree.queues[name]
+    needing = {fr for fr, amount in usage.items() if amount > node.available(fr)} or set(usage)
+    under_nominal = all(node.usage.get(fr, 0) < node.nominal.get(fr, 0) for fr in needing)
     leaving = [w for w in snap.holders() if w.view.is_true("Evicted")]
     for info in leaving:
         snap.charge(info, -1)
     try:
         if _fits(node, usage, allow_borrow=True):
             return []
-        frs = set(usage)
-        within_nominal = all(amount <= node.nominal.get(fr, 0) for fr, amount in usage.items())
-        policy = cq.spec.preemption.borrow_within_cohort
-        attempts: list[tuple[bool, bool, bool]] = []  # (reclaim from others, others while borrowing, allow borrow)
-        if within_nominal:
-            attempts.append((True, False, False))
-        if policy is not None and policy.policy == "LowerPriority":
-            attempts.append((True, True, True))
-        attempts.append((False, False, True))
-        for others, borrowing, allow_borrow in attempts:
-            candidates = [
-                t for t in _candidates(snap, cq, preemptor, frs, borrowing) if others or t.victim.admitted_to == name
-            ]
-            chosen = _select(snap, node, usage, candidates, allow_borrow=allow_borrow, own=name)
+        candidates = _candidates(snap, cq, preemptor, needing)
+        for allow_borrow in _attempts(cq, under_nominal, candidates):
+            allowed = [t for t in candidates if not allow_borrow or t.while_borrowing or t.victim.admitted_to == name]
+            chosen = _select(snap, node, usage, allowed, allow_borrow=allow_borrow, own=name)
             if chosen is not None:
                 return chosen
         return None

@@ -76,6 +76,23 @@ class QuotaNode:
     def is_borrowing(self, fr: FlavorResource, extra: int = 0) -> bool:
         return self.usage.get(fr, 0) + extra > self.nominal.get(fr, 0)
 
+    def height(self) -> int:
+        """A cohort's distance to its furthest leaf: 1 with only ClusterQueues below, 0 when empty."""
+        return max([min(len(self.children), 1), *(c.height() + 1 for c in self.children if not c.is_queue)])
+
+    def borrowing_level(self, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+        """Kueue's borrowing level of taking ``amount`` more of ``fr`` here: 0 without borrowing,
+        else the height of the lowest cohort whose subtree holds it (the root's when none does);
+        and whether that cohort is below the root (a reclaim inside the hierarchy is possible)."""
+        if self.parent is None or not self.is_borrowing(fr, amount):
+            return 0, self.parent is not None
+        remaining = amount - max(0, self.guaranteed(fr) - self.usage.get(fr, 0))
+        for node in self.ancestors():
+            if node.usage.get(fr, 0) + remaining <= node.subtree.get(fr, 0):
+                return node.height(), node.parent is not None
+            remaining -= max(0, node.guaranteed(fr) - node.usage.get(fr, 0))
+        return self.ancestors()[-1].height(), False
+
     def ancestors(self) -> list[QuotaNode]:
         out, node = [], self.parent
         while node is not None:

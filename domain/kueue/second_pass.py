@@ -38,7 +38,8 @@ from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
 from domain.lifecycle.status import MachineStatus
 from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts, topology_pending
-from domain.objects.kueue import PodSet
+from domain.objects.core import Node
+from domain.objects.kueue import PodSet, ResourceFlavor
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 
@@ -162,9 +163,11 @@ def _replace_pod_set(
     flavor = next((snap.flavors.get(f) for f in (psa.get("flavors") or {}).values() if f in snap.flavors), None)
     if flavor is None:
         return "flavor not found"
-    request = spec.topology_request
-    depth = levels.index(request.required) + 1 if request and request.required in levels else 0
-    within = dict(zip(levels[:depth], domains[0]["values"][:depth], strict=True))
+    within = _required_domain(
+        snap, flavor, spec, [d["values"][-1] for d in domains if d["values"][-1] not in unhealthy]
+    )
+    if within is None:
+        return ", ".join(sorted(unhealthy))
     found = topology.place(
         snap,
         flavor,
@@ -181,10 +184,37 @@ def _replace_pod_set(
     for d in domains:
         if d["values"][-1] not in unhealthy:
             counts[tuple(d["values"])] = counts.get(tuple(d["values"]), 0) + int(d["count"])
-    for values, count in _domains(found).items():
+    for values, count in _domains(found, levels).items():
         counts[values] = counts.get(values, 0) + count
     return {**psa, "topologyAssignment": topology.assignment(levels, counts)}, found
 
 
-def _domains(placement: topology.Placement) -> dict[tuple[str, ...], int]:
-    return {tuple(d["values"]): int(d["count"]) for d in placement.assignment["domains"]}
+def _required_domain(
+    snap: KueueSnapshot, flavor: ResourceFlavor, spec: PodSet, healthy: list[str]
+) -> dict[str, str] | None:
+    """The domain (level label -> value) the replacement must stay in: that of the required
+    level, read from the labels of the first healthy node of the assignment (as Kueue's
+    ``requiredReplacementDomain``; an assignment may list only the hostname level); {} when
+    nothing is required or no node is left; None when that node no longer exists."""
+    topo = snap.topologies.get(flavor.spec.topology_name or "")
+    request = spec.topology_request
+    if topo is None or request is None or not request.required or not healthy:
+        return {}
+    levels = [level.node_label for level in topo.spec.levels]
+    if request.required not in levels:
+        return {}
+    node = snap.state.of_kind("Node").get(ObjectKey(healthy[0]))
+    if not isinstance(node, Node):
+        return None
+    labels = node.metadata.labels
+    return {level: labels.get(level, "") for level in levels[: levels.index(request.required) + 1]}
+
+
+def _domains(placement: topology.Placement, levels: list[str]) -> dict[tuple[str, ...], int]:
+    """The placement's pod counts per domain, written at the assignment's ``levels`` (the
+    placement is at every level of the topology, which ends with the same lowest levels)."""
+    out: dict[tuple[str, ...], int] = {}
+    for d in placement.assignment["domains"]:
+        values = tuple(d["values"][len(d["values"]) - len(levels) :])
+        out[values] = out.get(values, 0) + int(d["count"])
+    return out

@@ -69,7 +69,8 @@ def test_share_is_usage_above_nominal_over_lendable_divided_by_weight() -> None:
     assert fair_sharing.share(snap, tree["cq0"]) == 250 * 1000 // 2000  # 2 of 8 borrowed, weight 2
     assert fair_sharing.share(snap, tree["cq1"]) == 250
     assert fair_sharing.share(snap, tree["cq2"]) == 0  # within nominal: weight 0 does not matter
-    assert fair_sharing.shares_with(snap, tree["cq2"], {("f", "cpu"): 8_000}) == (fair_sharing.INFINITE,)
+    # weight 0 while borrowing: above every finite share, then by the unweighted ratio (1 of 8)
+    assert fair_sharing.shares_with(snap, tree["cq2"], {("f", "cpu"): 8_000}) == (fair_sharing.INFINITE + 125,)
     assert fair_sharing.share(snap, snap.tree.cohorts["all"]) == 0  # a root has no share
 
 
