@@ -24,6 +24,8 @@ PLUGINS = (
     "nodeorder",
     "binpack",
     "network-topology-aware",
+    "sla",
+    "reservation",
 )
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
