@@ -339,6 +339,8 @@ def watch(
 @config_option
 @click.option("--period", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds of simulated time between SCHEDULE markers.")  # fmt: skip
+@click.option("--arrival-scale", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Arrivals X times as frequent (submits compressed toward the first): more load.")  # fmt: skip
 @click.option("--scheduler", type=click.Choice(["volcano", "kueue"]), default="volcano", show_default=True,
               help="Jobs that name no scheduler become Volcano PodGroups or Kueue Workloads.")  # fmt: skip
 @click.option(
@@ -357,11 +359,12 @@ def simulate(
     nodes_path: Path | None,
     config_path: Path | None,
     period: float,
+    arrival_scale: float,
     scheduler: str,
     queues_path: Path | None,
     out_dir: Path,
 ) -> None:
-    """Run TRACE on a simulated cluster under the scheduler and the FCFS and EASY baselines."""
+    """Run TRACE on a simulated cluster under the scheduler and the FCFS, EASY and greedy baselines."""
     from services.output import atomic_directory
     from services.progress import bar
     from services.simulate import quota
@@ -372,7 +375,7 @@ def simulate(
 
     config = load_config(config_path)
     try:
-        jobs, nodes = load(trace, fmt, nodes_path)  # type: ignore[arg-type]
+        jobs, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale)  # type: ignore[arg-type]
         kueue_objects = quota.read(queues_path) if queues_path is not None else None
         with atomic_directory(out_dir) as work, bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
             result = run_simulation(

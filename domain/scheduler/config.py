@@ -27,6 +27,8 @@ PLUGINS = (
     "binpack",
     "network-topology-aware",
     "overcommit",
+    "sla",
+    "reservation",
 )
 # Names Volcano knows whose work has no counterpart here: accepted with a warning saying why,
 # so a user's upstream configuration loads; anything else unknown stays an error.
@@ -49,7 +51,6 @@ NO_EFFECT_PLUGINS = {
     "task-topology": "task affinity inside a job is not modelled",
     "tdm": "time-division multiplexing of revocable nodes is not modelled",
     "usage": "real node usage metrics are not read",
-    "reservation": "node reservation for a target job (older releases) is not modelled",
 }
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))

@@ -29,6 +29,7 @@ class ExtensionPoint(StrEnum):
     PREDICATE = "predicate"  # ALL: may the task run on the node
     NODE_ORDER = "nodeOrder"  # SCORE: how good the node is for the task
     JOB_READY = "jobReady"  # ALL: may the job's tentative placements be committed
+    JOB_PIPELINED = "jobPipelined"  # VOTE: may a job that is not ready hold room for the rest of the cycle
     ALLOCATED = "allocated"  # ALL: notifications of a placement (or, undone, its removal)
     PREEMPTABLE = "preemptable"  # INTERSECT: which pods of its queue a preemptor may evict
     RECLAIMABLE = "reclaimable"  # INTERSECT: which pods of other queues a starving queue may evict
@@ -55,6 +56,7 @@ _RULES = {
     ExtensionPoint.PREDICATE: Rule.ALL,
     ExtensionPoint.NODE_ORDER: Rule.SCORE,
     ExtensionPoint.JOB_READY: Rule.ALL,
+    ExtensionPoint.JOB_PIPELINED: Rule.VOTE,
     ExtensionPoint.ALLOCATED: Rule.ALL,
     ExtensionPoint.PREEMPTABLE: Rule.INTERSECT,
     ExtensionPoint.RECLAIMABLE: Rule.INTERSECT,
@@ -72,6 +74,7 @@ _SWITCHES = {
     ExtensionPoint.PREDICATE: "enablePredicate",
     ExtensionPoint.NODE_ORDER: "enableNodeOrder",
     ExtensionPoint.JOB_READY: "enableJobReady",
+    ExtensionPoint.JOB_PIPELINED: "enableJobPipelined",
     ExtensionPoint.PREEMPTABLE: "enablePreemptable",
     ExtensionPoint.RECLAIMABLE: "enableReclaimable",
 }

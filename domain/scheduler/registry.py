@@ -23,6 +23,8 @@ from domain.scheduler.plugins import (
     predicates,
     priority,
     proportion,
+    reservation,
+    sla,
 )
 from domain.scheduler.session import Plugin, Session
 from domain.scheduler.snapshot import Snapshot
@@ -44,6 +46,9 @@ PLUGINS: dict[str, Callable[[Mapping[str, object]], Plugin]] = {
     gang.NAME: gang.build,
     conformance.NAME: conformance.build,
     drf.NAME: drf.build,
+    # Waiting bounds: a job past its bound goes first and holds its room.
+    sla.NAME: sla.build,
+    reservation.NAME: reservation.build,
     # Node fit and node preference.
     predicates.NAME: predicates.build,
     nodeorder.NAME: nodeorder.build,

@@ -67,6 +67,7 @@ class Session:
         self._predicate: list[Hook[Callable[[TaskInfo, NodeInfo], list[str]]]] = []
         self._node_order: list[Hook[Callable[[TaskInfo, NodeInfo], float]]] = []
         self._job_ready: list[Hook[Callable[[JobInfo], Verdict | None]]] = []
+        self._job_pipelined: list[Hook[Callable[[JobInfo], Vote]]] = []
         self._allocated: list[Hook[Callable[[TaskInfo, int], None]]] = []
         self._preemptable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
         self._reclaimable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
@@ -110,6 +111,9 @@ class Session:
 
     def add_job_ready(self, plugin: str, fn: Callable[[JobInfo], Verdict | None]) -> None:
         self._add(self._job_ready, ExtensionPoint.JOB_READY, plugin, fn)
+
+    def add_job_pipelined(self, plugin: str, fn: Callable[[JobInfo], Vote]) -> None:
+        self._add(self._job_pipelined, ExtensionPoint.JOB_PIPELINED, plugin, fn)
 
     def add_allocated(self, plugin: str, fn: Callable[[TaskInfo, int], None]) -> None:
         """``fn(task, sign)``: +1 when a task is placed, -1 when that placement is undone."""
@@ -157,6 +161,21 @@ class Session:
             if vote is Vote.PERMIT:
                 permitted_tier = hook.tier
         return None
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        """VOTE: any Reject refuses, a tier with a Permit allows; with no Permit at all, no (upstream
+        allows then, but its gang plugin rejects every job short of its minimum, which is the
+        case that asks here)."""
+        permitted_tier: int | None = None
+        for hook in self._job_pipelined:
+            if permitted_tier is not None and hook.tier > permitted_tier:
+                break
+            vote = hook.fn(job)
+            if vote is Vote.REJECT:
+                return False
+            if vote is Vote.PERMIT:
+                permitted_tier = hook.tier
+        return permitted_tier is not None
 
     def job_enqueued(self, job: JobInfo) -> None:
         for hook in self._enqueued:

@@ -156,6 +156,7 @@ class Snapshot:
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
+    now: float = 0.0  # the cycle's instant (its SCHEDULE marker), in seconds since the epoch, as ``created``
     _node_list: list[NodeInfo] | None = None
 
     def node_list(self) -> list[NodeInfo]:
@@ -534,6 +535,7 @@ def build(state: ClusterState, config: SchedulerConfig) -> Snapshot:
     snapshot.unborn = _unborn(state, memo, jobs, config.ib_cluster_label) if jobs.childless else []
     snapshot.spoiled, snapshot.unsettled, snapshot.rejected = jobs.spoiled, jobs.unsettled, jobs.rejected
     snapshot.queued = jobs.queued
+    snapshot.now = seconds(state.clock)
     _hold_pipelined(snapshot, _pipelined(jobs))
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from domain import quantity
+from domain.quantity import ResourceList
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import TaskInfo, TaskStatus
 
@@ -22,6 +23,7 @@ class Operation(StrEnum):
     EVICT = "Evict"
     PIPELINE = "Pipeline"
     UNPIPELINE = "Unpipeline"  # a pipelined task gives its room back, to be placed afresh
+    HOLD = "Hold"  # a waiting task keeps what its node has free of its request from later jobs (``held_room``)
 
 
 @dataclass
@@ -29,6 +31,7 @@ class Statement:
     session: Session
     operations: list[tuple[Operation, TaskInfo, str]] = field(default_factory=list)
     _prior: dict[int, TaskStatus] = field(default_factory=dict)  # id(task) -> status before its eviction
+    _held: list[ResourceList] = field(default_factory=list)  # what each Hold took, in order
 
     def allocate(self, task: TaskInfo, node: str) -> None:
         self._place(task, node, +1)
@@ -52,6 +55,15 @@ class Statement:
         task.status, task.node = TaskStatus.PENDING, ""
         self.operations.append((Operation.UNPIPELINE, task, node))
 
+    def hold(self, task: TaskInfo, node: str) -> None:
+        """``task`` keeps what ``node`` has free of its request, up to all of it, from every later
+        placement of the session; it stays pending and its queue is not charged."""
+        info = self.session.snapshot.nodes[node]
+        taken = {name: min(amount, max(info.idle.get(name, 0), 0)) for name, amount in task.request.items()}
+        self._take(node, taken, +1)
+        self.operations.append((Operation.HOLD, task, node))
+        self._held.append(taken)
+
     def placed(self) -> int:
         return sum(1 for op, _, _ in self.operations if op is Operation.ALLOCATE)
 
@@ -62,6 +74,8 @@ class Statement:
                 found.binds.append(task)
             elif op is Operation.EVICT:
                 found.evictions.append((task, detail))
+            elif op is Operation.HOLD:
+                continue  # room is held for one session: nothing for the cluster to do
             else:
                 found.pipelines.append(task)  # close records where it waits, or that it no longer does
         self.operations = []
@@ -76,6 +90,8 @@ class Statement:
             elif op is Operation.PIPELINE:
                 self._hold(task, node, -1)
                 task.status, task.node = TaskStatus.PENDING, ""
+            elif op is Operation.HOLD:
+                self._take(node, self._held.pop(), -1)
             else:
                 self._hold(task, node, +1)
                 task.status, task.node = TaskStatus.PIPELINED, node
@@ -88,10 +104,14 @@ class Statement:
 
     def _hold(self, task: TaskInfo, node: str, sign: int) -> None:
         """The task takes (+1) or gives back (-1) its request on ``node`` and in its domains."""
+        self.session.snapshot.spoil(task.job)
+        self._take(node, task.request, sign)
+
+    def _take(self, node: str, amounts: ResourceList, sign: int) -> None:
+        """``amounts`` leave (+1) or come back to (-1) the free room of ``node`` and its domains."""
         snapshot = self.session.snapshot
-        snapshot.spoil(task.job)
         info = snapshot.nodes[node]
-        delta = {k: -sign * v for k, v in task.request.items()}
+        delta = {k: -sign * v for k, v in amounts.items()}
         quantity.add(info.idle, delta)
         snapshot.touched.add(info.name)  # the next cycle's snapshot builds this node again
         for where in snapshot.node_domains.get(info.name, ()):

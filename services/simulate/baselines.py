@@ -1,4 +1,5 @@
-"""Textbook baselines on the same trace and nodes: FCFS without backfill, and EASY backfill.
+"""Textbook baselines on the same trace and nodes: FCFS without backfill, EASY backfill, and
+greedy first fit.
 
 A simulator of its own, on exact event times (no scheduling period): jobs wait in one queue in
 submit order; a job starts when all its tasks fit at once, each task on the first node (in node
@@ -13,6 +14,9 @@ the empty cluster is left out of the queue (it would block FCFS for ever).
   reserve for it the earliest time the running jobs' ends make room (the shadow time); a later
   job may start now if it fits and either ends by the shadow time or leaves room for the head
   at the shadow time.
+* ``greedy``: every waiting job, in submit order, starts as soon as it fits (first fit, no
+  reservation): small jobs never wait behind a large one, and a large gang may wait for ever
+  while small ones keep taking the room it needs.
 """
 
 from __future__ import annotations
@@ -201,6 +205,9 @@ class _Baseline:
 
     def schedule(self, now: float) -> None:
         """Start what the policy allows at ``now``."""
+        if self.policy == "greedy":
+            self.fill(now, None)
+            return
         while self.waiting:
             head = self.waiting[0]
             request = self.requests[head.id]
@@ -216,15 +223,19 @@ class _Baseline:
             self.backfill(now)
 
     def backfill(self, now: float) -> None:
-        head = self.waiting[0]
-        reservation = self.shadow(head)
+        self.fill(now, self.waiting[0])
+
+    def fill(self, now: float, head: Job | None) -> None:
+        """Start every waiting job after ``head`` that fits now (every waiting job when ``head``
+        is None) and, when ``head`` has a shadow time, leaves it room then."""
+        reservation = None if head is None else self.shadow(head)
         later_head: _Tally | None = None  # the head's tally on the room at the shadow time
         # Room only shrinks while jobs are backfilled: a job that asks for at least what one that
         # did not fit asked (as many tasks, each as large, on the same nodes) does not fit either,
         # nor one asking for more of a resource than any node it may use had at the start.
         failed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[tuple[int, ResourceList]]] = {}
         most: dict[tuple[tuple[str, tuple[str, ...]], ...], ResourceList] = {}  # affinity -> most free per resource
-        for job in list(self.waiting[1:]):
+        for job in list(self.waiting if head is None else self.waiting[1:]):
             request = self.requests[job.id]
             affinity = _affinity(job)
             smaller = failed.setdefault(affinity, [])
@@ -243,7 +254,8 @@ class _Baseline:
             if placement is None:
                 smaller.append((job.tasks, request))
                 continue
-            if reservation is not None and (job.duration is None or now + job.duration > reservation[0]):
+            outlives = reservation is not None and (job.duration is None or now + job.duration > reservation[0])
+            if head is not None and reservation is not None and outlives:
                 later = reservation[1]  # the room at the shadow time, with this job still on its nodes
                 if later_head is None:
                     later_head = _Tally.of(head.id, self.requests[head.id], later, self.cluster.allowed(head))
@@ -287,4 +299,8 @@ def easy(trace: Trace, nodes: tuple[Node, ...]) -> Outcome:
     return _Baseline(trace, nodes, "easy").run()
 
 
-BASELINES: dict[str, Callable[[Trace, tuple[Node, ...]], Outcome]] = {"fcfs": fcfs, "easy": easy}
+def greedy(trace: Trace, nodes: tuple[Node, ...]) -> Outcome:
+    return _Baseline(trace, nodes, "greedy").run()
+
+
+BASELINES: dict[str, Callable[[Trace, tuple[Node, ...]], Outcome]] = {"fcfs": fcfs, "easy": easy, "greedy": greedy}

@@ -1,7 +1,9 @@
 """Importer for the Standard Workload Format (SWF 2.2) of the Parallel Workloads Archive,
 Feitelson et al.: https://www.cs.huji.ac.il/labs/parallel/workload/swf.html.
 
-A file is header comments (lines starting with ``;``, e.g. ``; MaxNodes: 128``) then one job
+A file (plain, or gzipped as the archive ships it: ``.swf.gz``) is header comments (lines
+starting with ``;``, e.g. ``; MaxNodes: 128``, or ``; MaxNodes: 338 (batch partition; 512
+total)``: the leading integer counts, the rest is a note) then one job
 per line of 18 whitespace-separated numbers, -1 when unknown: 1 job number, 2 submit time,
 3 wait time, 4 run time, 5 allocated processors, 6 average CPU time, 7 used memory,
 8 requested processors, 9 requested time, 10 requested memory, 11 status, 12 user, 13 group,
@@ -20,6 +22,7 @@ fields are not mapped: the header does not give a node's memory.
 
 from __future__ import annotations
 
+import gzip
 import math
 import re
 from pathlib import Path
@@ -31,6 +34,8 @@ USER_LABEL = "swf/user"
 PARTITION_LABEL = "swf/partition"
 STATUS_LABEL = "swf/status"
 _HEADER = re.compile(r";\s*(\w+)\s*:\s*(.*)")
+_LEADING_INT = re.compile(r"-?\d+(?![.\d])")
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _header(lines: list[str]) -> dict[str, str]:
@@ -46,11 +51,25 @@ def _header_int(path: Path, header: dict[str, str], key: str) -> int | None:
     text = header.get(key)
     if text is None:
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise TraceError(f"{path}: header {key}: not an integer: {text!r}") from None
+    match = _LEADING_INT.match(text)
+    if match is None:
+        raise TraceError(f"{path}: header {key}: does not start with an integer: {text!r}")
+    value = int(match.group())
     return value if value > 0 else None
+
+
+def _text(path: Path) -> list[str]:
+    """The file's lines, gunzipped when it is gzip (by its magic bytes, whatever its name)."""
+    data = path.read_bytes()
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise TraceError(f"{path}: not a readable gzip file: {exc}") from None
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def _job(fields: list[float], ppn: int) -> Job | None:
@@ -73,7 +92,7 @@ def _job(fields: list[float], ppn: int) -> Job | None:
 
 def read_swf(path: Path, *, procs_per_node: int | None = None) -> Trace:
     """The jobs of an SWF log, on the identical nodes its header describes."""
-    text = path.read_text(encoding="utf-8").splitlines()
+    text = _text(path)
     header = _header([line for line in text if line.lstrip().startswith(";")])
     max_nodes, max_procs = _header_int(path, header, "MaxNodes"), _header_int(path, header, "MaxProcs")
     ppn = procs_per_node or (max_procs // max_nodes if max_nodes and max_procs else 1)

@@ -16,10 +16,10 @@ from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.inputs import read_records
 from services.replay import replay_records
 from services.simulate import metrics
-from services.simulate.baselines import easy, fcfs
+from services.simulate.baselines import easy, fcfs, greedy
 from services.simulate.clock import marker_after, marker_at, simulated, wall
 from services.simulate.loop import run_closed_loop
-from services.simulate.outcome import Outcome, Timeline
+from services.simulate.outcome import JobRecord, Outcome, Timeline
 from services.traces.dlrm import NODE_SHAPES, ROLE_LABEL, sized_nodes
 from services.traces.model import Job, Trace
 from tests.sim_traces import (
@@ -80,6 +80,40 @@ def test_easy_on_the_small_trace() -> None:
     }
 
 
+def test_greedy_first_fit_lets_a_small_job_delay_a_gang() -> None:
+    # Two nodes. At 20 c fits the node a leaves free: greedy starts it, so the gang b waits for
+    # c's end (520); EASY keeps that node for b (c would not end by b's shadow time, 100), and
+    # FCFS lets nobody pass b.
+    trace = Trace(
+        (
+            Job("a", 0, 100, requests={"cpu": "4"}),
+            Job("b", 10, 100, tasks=2, requests={"cpu": "4"}),
+            Job("c", 20, 500, requests={"cpu": "4"}),
+        ),
+        THREE_NODES[:2],
+    )
+    assert times(greedy(trace, trace.nodes)) == {"a": (0, 100), "b": (520, 620), "c": (20, 520)}
+    assert times(easy(trace, trace.nodes)) == {"a": (0, 100), "b": (100, 200), "c": (200, 700)}
+    assert times(fcfs(trace, trace.nodes)) == {"a": (0, 100), "b": (100, 200), "c": (200, 700)}
+    by_size = metrics.compute(greedy(trace, trace.nodes))["by_size"]
+    assert (by_size["1"]["wait"]["max"], by_size["2-8"]["wait"]["max"]) == (0, 510)
+
+
+def test_jobs_never_started_are_censored_at_the_end_of_the_run() -> None:
+    # A gang that never gets its two nodes: its wait runs to the outcome's last instant.
+    outcome = Outcome("p", {"cpu": 8000}, {})
+    outcome.jobs["small"] = JobRecord(Job("small", 0, 10), start=5, end=15)
+    outcome.jobs["gang"] = JobRecord(Job("gang", 10, 10, tasks=2))
+    outcome.track(0, {}, 2)
+    outcome.track(400, {}, 1)
+    computed = metrics.compute(outcome)
+    assert computed["censored"] == {"count": 1, "mean": 390, "max": 390}
+    assert computed["wait"]["all"]["mean"] == 5
+    assert computed["wait_with_censored"]["mean"] == (5 + 390) / 2
+    assert computed["by_size"]["2-8"]["censored"] == {"count": 1, "mean": 390, "max": 390}
+    assert "never started (censored)" in metrics.table({"p": computed})
+
+
 def test_metrics_of_the_small_trace() -> None:
     ours = metrics.compute(closed_loop(SMALL)[0])
     assert ours["wait"]["all"] == {
@@ -88,10 +122,13 @@ def test_metrics_of_the_small_trace() -> None:
         "p50": 32.0,
         "p95": pytest.approx(84.2),
         "p99": pytest.approx(90.44),
+        "max": 92,
     }
     assert ours["makespan"] == 283
-    assert set(ours["wait"]["by_size"]) == {"1", "2-4"}
-    assert ours["wait"]["by_size"]["2-4"]["mean"] == (1 + 92) / 2
+    assert list(ours["by_size"]) == ["1", "2-8"]
+    assert ours["by_size"]["2-8"]["wait"]["mean"] == (1 + 92) / 2
+    assert ours["by_size"]["2-8"]["censored"] == {"count": 0}
+    assert ours["censored"] == {"count": 0}
     assert ours["wait"]["by_queue"]["default"]["count"] == 5
     # busy cpu-seconds: 2*100 + 50 + 2*100 + 30 + 200 = 680 over 3 nodes * 4 cpus * 283 s
     assert ours["utilisation"]["cpu"] == pytest.approx(680 * 4 / (12 * 283))
@@ -143,7 +180,7 @@ def test_timeline_integral_and_percentiles() -> None:
     assert line.integral(5, 15) == 30
     assert metrics.percentile([1, 2, 3, 4], 50) == 2.5
     assert metrics.summary([]) == {"count": 0}
-    assert metrics.size_class(1) == "1" and metrics.size_class(65) == "65+"
+    assert metrics.size_class(1) == "1" and metrics.size_class(33) == "33+"
 
 
 def test_bucket_means_agree_with_the_integral() -> None:

@@ -3,11 +3,12 @@ from its rows below) and on malformed files."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
 
-from services.traces.model import Job, Node, TraceError
+from services.traces.model import Job, Node, TraceError, with_arrival_scale
 from services.traces.swf import read_swf
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.swf"
@@ -63,7 +64,8 @@ def test_without_a_header_nodes_are_unknown_and_jobs_use_one_core_per_pod(tmp_pa
     [
         ("1 0 0 10 3\n", ":1: expected 18 fields, found 5"),
         ("1 0 0 ten 3 -1 -1 3 -1 -1 1 1 1 1 -1 -1 -1 -1\n", ":1: could not convert string to float"),
-        ("; MaxNodes: many\n", ": header MaxNodes: not an integer: 'many'"),
+        ("; MaxNodes: many\n", ": header MaxNodes: does not start with an integer: 'many'"),
+        ("; MaxNodes: 1.5\n", ": header MaxNodes: does not start with an integer: '1.5'"),
     ],
 )
 def test_malformed_files_are_refused_with_the_place(tmp_path: Path, text: str, message: str) -> None:
@@ -72,3 +74,42 @@ def test_malformed_files_are_refused_with_the_place(tmp_path: Path, text: str, m
     with pytest.raises(TraceError, match="^" + str(path)) as info:
         read_swf(path)
     assert message in str(info.value)
+
+
+def test_a_gzipped_file_reads_as_the_plain_one(tmp_path: Path) -> None:
+    # The archive ships its logs as .swf.gz; the magic bytes decide, not the name.
+    path = tmp_path / "sample.swf.gz"
+    path.write_bytes(gzip.compress(SAMPLE.read_bytes()))
+    assert read_swf(path) == read_swf(SAMPLE)
+
+
+def test_a_broken_gzip_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "broken.swf.gz"
+    path.write_bytes(gzip.compress(SAMPLE.read_bytes())[:40])
+    with pytest.raises(TraceError, match="not a readable gzip file"):
+        read_swf(path)
+
+
+def test_header_values_with_a_note_count_their_leading_integer(tmp_path: Path) -> None:
+    # As in the archive's SDSC-SP2 and LANL logs.
+    path = tmp_path / "noted.swf"
+    path.write_text(
+        "; MaxNodes: 338 (batch partition; 512 total)\n; MaxProcs: 676 (2 per node)\n"
+        "1 0 0 10 4 -1 -1 4 -1 -1 1 1 1 1 -1 -1 -1 -1\n"
+    )
+    trace = read_swf(path)
+    assert len(trace.nodes) == 338
+    assert trace.nodes[0].allocatable == {"cpu": "2"}
+    assert (trace.jobs[0].tasks, trace.jobs[0].requests) == (2, {"cpu": "2"})
+
+
+def test_arrival_scale_compresses_submits_toward_the_first() -> None:
+    trace = read_swf(SAMPLE)
+    faster = with_arrival_scale(trace, 2.0)
+    assert [job.submit for job in faster.jobs] == [0, 5, 15, 15, 30.25, 35]
+    assert [(job.id, job.duration, job.tasks) for job in faster.jobs] == [
+        (job.id, job.duration, job.tasks) for job in trace.jobs
+    ]
+    assert with_arrival_scale(trace, 1.0) is trace
+    with pytest.raises(TraceError, match="arrival scale"):
+        with_arrival_scale(trace, 0.0)

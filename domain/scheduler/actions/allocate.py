@@ -6,6 +6,9 @@ As upstream, a job is placed only until it is ready (minMember met): then it goe
 queue, and the gang plugin's job order puts ready jobs after unready ones, so an elastic job's
 pods beyond its minimum go after other gangs (one more each time its turn comes again).
 
+A gang that is not ready but that plugins let pipeline (JobPipelined: ``sla``, ``reservation``)
+holds the room it waits for from the jobs after it (``held_room``).
+
 A gang pipelined by an earlier preemption gives its held room back and is placed afresh: once
 its victims are gone it fits there (nobody else could take that room). While they are still
 leaving it stays pipelined; when they are gone and it still does not fit, it stops waiting.
@@ -16,7 +19,7 @@ from __future__ import annotations
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
-from domain.scheduler import placement, sub_placement
+from domain.scheduler import held_room, placement, sub_placement
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
@@ -112,6 +115,8 @@ def _place(session: Session, job: JobInfo, held: Statement, failed: set[ObjectKe
     found.refuse(job, attempt.refused or not_ready)
     attempt.statement.discard()
     _keep_waiting(session, held)
+    if attempt.refused is None and session.job_pipelined(job):
+        held_room.hold(session, job)  # a gang past its waiting bound keeps its room from later jobs
     return False
 
 

@@ -1,0 +1,66 @@
+"""reservation: the one gang that has waited longest past ``reservation-waiting-time`` goes
+first and holds its room, so large gangs never starve, without runtime estimates.
+
+Volcano's old ``elect`` plugin and ``reserve`` action chose one target job and locked nodes for
+it; EASY backfill reserves for the queue's head, but needs runtime estimates, which a
+Kubernetes cluster does not have. Here: among the jobs still short of their minimum, those
+created at least the waiting time (default ``DEFAULT_WAITING``, argument
+``reservation-waiting-time``, a Go duration) before the cycle, the one created first (then by
+key) is the target. It goes before every other job of its queue, may be enqueued at once, and
+may pipeline (JobPipelined): allocate then holds, for the rest of the cycle, the room it waits
+for (``held_room``), and the other jobs fill what is left. One target at a time keeps the
+cluster busy: only the nodes it needs are held. Once it runs, the next one in line becomes the
+target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from domain.objects.meta import ObjectKey
+from domain.reasons import Verdict
+from domain.scheduler.extension_points import Vote
+from domain.scheduler.go_duration import go_duration
+from domain.scheduler.session import Key, Plugin, Session
+from domain.scheduler.snapshot import JobInfo, Snapshot
+
+NAME = "reservation"
+WAITING_TIME = "reservation-waiting-time"
+DEFAULT_WAITING = 3600.0  # seconds
+
+
+def target(snapshot: Snapshot, bound: float) -> ObjectKey | None:
+    """The job short of its minimum that was created first, at least ``bound`` before the cycle."""
+    candidates = [
+        (job.created, job.key)
+        for job in snapshot.waiting_jobs()
+        if not job.terminating
+        and snapshot.now - job.created >= bound
+        and job.placed() < job.min_member
+        and any(not t.best_effort for t in job.pending())
+    ]
+    return min(candidates)[1] if candidates else None
+
+
+def build(options: Mapping[str, object]) -> Plugin:
+    arguments = options.get("arguments") or {}
+    given = go_duration(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
+    bound = DEFAULT_WAITING if given is None else given
+
+    def on_open(session: Session) -> None:
+        chosen = target(session.snapshot, bound)
+
+        def order(job: JobInfo) -> Key:
+            return (0.0 if job.key == chosen else 1.0,)
+
+        def pipelined(job: JobInfo) -> Vote:
+            return Vote.PERMIT if job.key == chosen else Vote.ABSTAIN
+
+        def enqueueable(job: JobInfo) -> tuple[Vote, Verdict | None]:
+            return pipelined(job), None
+
+        session.add_job_order(NAME, order)
+        session.add_job_enqueueable(NAME, enqueueable)
+        session.add_job_pipelined(NAME, pipelined)
+
+    return Plugin(NAME, on_open)

@@ -1,0 +1,55 @@
+"""sla: a job that has waited longer than its ``sla-waiting-time`` goes first and holds its room.
+
+As upstream's plugins/sla: the waiting time is the plugin argument ``sla-waiting-time``, or a
+job's own annotation of that name on its PodGroup (which wins); both are Go durations
+("1h30m", "90s"). Jobs with a waiting time come before jobs without one, the earliest deadline
+(creation + waiting time) first; a job past its deadline may be enqueued at once (a Permit at
+JobEnqueueable) and may pipeline (a Permit at JobPipelined): allocate then holds, for the rest
+of the cycle, the room it waits for (``held_room``). A deadline that passes between two cycles
+counts at the next one: time comes from the SCHEDULE markers only. An argument or annotation
+that is not a positive duration is ignored, as upstream logs and ignores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from domain.reasons import Verdict
+from domain.scheduler.extension_points import Vote
+from domain.scheduler.go_duration import go_duration
+from domain.scheduler.session import Key, Plugin, Session
+from domain.scheduler.snapshot import JobInfo
+
+NAME = "sla"
+WAITING_TIME = "sla-waiting-time"
+
+
+def waiting_time(job: JobInfo, default: float | None) -> float | None:
+    """The job's own annotation, else the plugin's argument."""
+    own = go_duration(job.group.metadata.annotations.get(WAITING_TIME)) if job.group is not None else None
+    return own if own is not None else default
+
+
+def build(options: Mapping[str, object]) -> Plugin:
+    arguments = options.get("arguments") or {}
+    default = go_duration(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
+
+    def on_open(session: Session) -> None:
+        now = session.snapshot.now
+
+        def order(job: JobInfo) -> Key:
+            wait = waiting_time(job, default)
+            return (1.0, 0.0) if wait is None else (0.0, job.created + wait)
+
+        def past(job: JobInfo) -> Vote:
+            wait = waiting_time(job, default)
+            return Vote.PERMIT if wait is not None and now - job.created >= wait else Vote.ABSTAIN
+
+        def enqueueable(job: JobInfo) -> tuple[Vote, Verdict | None]:
+            return past(job), None
+
+        session.add_job_order(NAME, order)
+        session.add_job_enqueueable(NAME, enqueueable)
+        session.add_job_pipelined(NAME, past)
+
+    return Plugin(NAME, on_open)
