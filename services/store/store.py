@@ -18,10 +18,15 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, delete, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 import migrations
 from services.store import tables
+
+# From this many rows on, an upsert on PostgreSQL goes through COPY and a staging table; below it
+# the extra statements cost more than executemany saves.
+COPY_UPSERT_ROWS = 64
 
 
 @dataclass
@@ -84,7 +89,7 @@ class Store:
                 (tables.outbox, batch.outbox),
             ):
                 if rows:
-                    conn.execute(table.insert(), rows)
+                    self._insert(conn, table, rows)
             self._upsert(
                 conn, tables.object_status, list(batch.statuses.values()), ("cluster", "kind", "namespace", "name")
             )
@@ -96,13 +101,57 @@ class Store:
             self._upsert(conn, tables.consumer_progress, progress, ("consumer", "topic", "partition"))
 
     @staticmethod
+    def _insert(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append rows: COPY on PostgreSQL (3-4x the rows per second of executemany there, which
+        psycopg runs without insertmanyvalues), executemany elsewhere."""
+        if conn.dialect.name == "postgresql":
+            Store._copy(conn, table.name, table, rows)
+        else:
+            conn.execute(table.insert(), rows)
+
+    @staticmethod
     def _upsert(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> None:
+        """Insert or update by ``keys``. On PostgreSQL, many rows are COPYed into a temporary twin of
+        the table (emptied at commit), then merged with one INSERT ... SELECT ... ON CONFLICT."""
         if not rows:
             return
-        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(table)
+        postgres = conn.dialect.name == "postgresql"
+        if postgres and len(rows) >= COPY_UPSERT_ROWS:
+            quote = conn.dialect.identifier_preparer.quote
+            staging = quote(f"staging_{table.name}")
+            conn.exec_driver_sql(
+                f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {quote(table.name)}) ON COMMIT DELETE ROWS"
+            )
+            names = Store._copy(conn, f"staging_{table.name}", table, rows)
+            columns = ", ".join(quote(name) for name in names)
+            updates = ", ".join(f"{quote(n)} = EXCLUDED.{quote(n)}" for n in names if n not in keys)
+            conn.exec_driver_sql(
+                f"INSERT INTO {quote(table.name)} ({columns}) SELECT {columns} FROM {staging} "
+                f"ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
+            )
+            return
+        stmt = (postgresql if postgres else sqlite).insert(table)
         updates = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
         conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=updates), list(rows))
+
+    @staticmethod
+    def _copy(conn: Connection, target: str, table: Any, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+        """COPY rows of ``table``'s shape into ``target`` on the transaction's own connection (a
+        column a row leaves out gets its default); a database error is raised as SQLAlchemy raises
+        it (IntegrityError for a duplicate key). Returns the columns written."""
+        columns = [c for c in table.columns if c.name in rows[0] or c.default is not None]
+        defaults = {c.name: c.default.arg for c in columns if c.default is not None and c.default.is_scalar}
+        quote = conn.dialect.identifier_preparer.quote
+        statement = f"COPY {quote(target)} ({', '.join(quote(c.name) for c in columns)}) FROM STDIN"
+        dbapi = conn.dialect.loaded_dbapi
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row([row.get(c.name, defaults.get(c.name)) for c in columns])
+        except dbapi.Error as exc:
+            raise DBAPIError.instance(statement, None, exc, dbapi.Error, dialect=conn.dialect) from exc
+        return [c.name for c in columns]
 
     def delete_outbox(self, ids: Sequence[int]) -> None:
         with self.engine.begin() as conn:

@@ -1,0 +1,388 @@
+"""`python -m bench.speed`: the speed table, every row beside a baseline measured in the same run.
+
+Rows (per CPU-second where a figure is a rate, so they hold on a busy machine):
+- `schedstream worker` events per CPU-second on SQLite (and PostgreSQL when a server can be
+  started or ``SCHEDSTREAM_BENCH_PG_URL`` names one), against a bare aiokafka consume -> produce
+  passthrough of the same messages on the same broker (bench/passthrough.py);
+- SCHEDULE marker -> decision on the topic, p50 / p99, at 100 and 2,000 events/s, against the
+  passthrough's own send -> receive latency of the same marker lines at the same rate;
+- `replay` (the Pipeline into an in-memory store) events per CPU-second, against `json.loads`;
+- PostgreSQL: the worker's batch transaction (Store.write_batch) rows per second, against COPY of
+  the same rows into a table of the same shape;
+- one scheduling cycle over 5,000 nodes and 20,000 pending pods (bench/cycle.py), two pod shapes
+  and one shape per pod, against the naive all-pairs first fit;
+- Kueue admission, ms of CPU per admission (bench/kueue.py at full scale).
+
+The stream is what `schedstream simulate` makes of the first 4,000 openb pods on all 1,523 openb
+nodes (cached under .local/bench/); without ../shared/data, the synthetic stream of bench/run.py.
+
+    python -m bench.speed [--skip worker,latency,replay,store,cycle,kueue]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from bench import cycle, kueue
+from domain.events import peek_cluster
+from domain.scheduler.config import SchedulerConfig
+from ops.local_kafka import LocalKafka
+from ops.local_postgres import LocalPostgres, LocalPostgresError
+from services.inputs import marker_clusters
+from services.pipeline import CLOCK_HEADER, CLOCK_STREAM, Pipeline, Record
+from services.simulate.run import load, simulate
+from services.store.store import Store
+from services.stream.topics import ensure_topics
+from tests.shared_data import SHARED_DATA
+from tests.streams import Shape, synthetic_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".local" / "bench"
+SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
+OPENB_PODS = 4000
+PARTITIONS = 1
+
+
+def openb_stream() -> tuple[str, list[bytes]]:
+    """The event stream of the first OPENB_PODS openb pods, simulated once and cached."""
+    pods, nodes = SHARED_DATA / "openb_pod_list_default.csv", SHARED_DATA / "openb_node_list_all_node.csv"
+    if not pods.exists():
+        lines = [line.encode() for line in synthetic_stream(shape=Shape(nodes=200, gangs=3000))]
+        return "synthetic stream (200 nodes, 3,000 gangs)", lines
+    run = CACHE / f"openb-{OPENB_PODS}"
+    events = run / "events.jsonl"
+    if not events.exists():
+        run.mkdir(parents=True, exist_ok=True)
+        head = pods.read_text().splitlines()[: OPENB_PODS + 1]
+        trace_file = run / "pods.csv"
+        trace_file.write_text("\n".join(head) + "\n")
+        trace, node_list = load(trace_file, "openb", nodes)
+        simulate(trace, node_list, SchedulerConfig(), run)
+    lines = events.read_bytes().splitlines()
+    return f"openb, first {OPENB_PODS:,} pods on all nodes", lines
+
+
+def _markers(lines: list[bytes]) -> list[tuple[int, int]]:
+    """(line index, seq) of every SCHEDULE marker; one cluster, so seq counts its lines."""
+    return [(i, i) for i, line in enumerate(lines) if b'"SCHEDULE"' in line[:40]]
+
+
+# -- children and their CPU time ----------------------------------------------------------------
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@contextmanager
+def cpu_of_children() -> Iterator[list[float]]:
+    """CPU seconds of the children that ended inside the block (waited for), into ``out[0]``."""
+    out = [0.0]
+    before = _children_cpu()
+    yield out
+    out[0] = _children_cpu() - before
+
+
+class Run:
+    """One isolated deployment on a broker: its own topics, consumer group and store."""
+
+    def __init__(self, bootstrap: str, db_url: str, workdir: Path) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.bootstrap, self.workdir = bootstrap, workdir
+        self.events, self.decisions, self.sink = f"events-{tag}", f"decisions-{tag}", f"sink-{tag}"
+        self.env = {
+            **os.environ,
+            "SCHEDSTREAM_KAFKA_BOOTSTRAP": bootstrap,
+            "SCHEDSTREAM_DB_URL": db_url,
+            "SCHEDSTREAM_EVENTS_TOPIC": self.events,
+            "SCHEDSTREAM_DECISIONS_TOPIC": self.decisions,
+            "SCHEDSTREAM_APP_ID": f"bench-{tag}",
+            "SCHEDSTREAM_DATA_DIR": str(workdir / f"worker-{tag}"),
+            "SCHEDSTREAM_PARTITIONS": str(PARTITIONS),
+            "SCHEDSTREAM_LOG_FORMAT": "json",
+            "SCHEDSTREAM_LOG_LEVEL": "warning",
+        }
+        self.log = workdir / f"worker-{tag}.log"
+
+    def worker(self, *args: str) -> subprocess.Popen[bytes]:
+        with self.log.open("ab") as log:
+            return subprocess.Popen([SCHEDSTREAM, "worker", *args], env=self.env, stdout=log, stderr=log)
+
+    def passthrough(self, count: int) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "bench.passthrough", self.bootstrap, self.events, self.sink, str(count)]
+        return subprocess.Popen(argv, cwd=ROOT)
+
+
+async def _send(bootstrap: str, topic: str, lines: list[bytes], rate: float | None) -> list[float]:
+    """Send the lines (paced at ``rate`` lines/s, or as fast as possible); the send time of each."""
+    await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], PARTITIONS)
+    external = marker_clusters([Record(value=line, position="") for line in lines[:1000]])
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0 if rate else 5)
+    await producer.start()
+    sent: list[float] = []
+    try:
+        started = time.perf_counter()
+        futures = []
+        for i, line in enumerate(lines):
+            if rate:
+                delay = started + i / rate - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            peeked = peek_cluster(line)
+            cluster = peeked[0] if peeked else "default"
+            headers = [(CLOCK_HEADER, CLOCK_STREAM.encode())] if cluster in external else None
+            sent.append(time.perf_counter())
+            futures.append(await producer.send(topic, line, key=cluster.encode(), headers=headers))
+        for future in futures:
+            await future
+    finally:
+        await producer.stop()
+    return sent
+
+
+async def _receive(bootstrap: str, topic: str, until: float, want: int | None = None) -> list[tuple[float, bytes]]:
+    """(arrival time, value) of a topic's messages from the start, until ``until`` (perf_counter)
+    or ``want`` messages."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    got: list[tuple[float, bytes]] = []
+    try:
+        while time.perf_counter() < until and (want is None or len(got) < want):
+            batch = await consumer.getmany(timeout_ms=20)
+            now = time.perf_counter()
+            got.extend((now, m.value) for messages in batch.values() for m in messages if m.value is not None)
+    finally:
+        await consumer.stop()
+    return got
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+
+def worker_rate(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path) -> tuple[float, float]:
+    """Events per CPU-second of the worker (its start-up, measured on an empty topic, taken off),
+    and of the passthrough on the same messages."""
+    empty = Run(bootstrap, db_url, workdir)
+    asyncio.run(ensure_topics(bootstrap, [empty.events, f"{empty.events}.dlq"], PARTITIONS))
+    with cpu_of_children() as idle:
+        empty.worker("--exit-when-idle", "3").wait(timeout=300)
+    run = Run(bootstrap, db_url, workdir)
+    asyncio.run(_send(bootstrap, run.events, lines, None))
+    with cpu_of_children() as busy:
+        run.worker("--exit-when-idle", "3").wait(timeout=3600)
+    with cpu_of_children() as bare:
+        run.passthrough(len(lines)).wait(timeout=600)
+    return len(lines) / max(busy[0] - idle[0], 1e-9), len(lines) / bare[0]
+
+
+def latencies(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path, *, rate: float, seconds: float) -> dict:
+    """Marker -> first decision of its seq on the decisions topic, and the passthrough's marker
+    send -> receive, each at ``rate`` events/s over the first ``rate * seconds`` lines."""
+    part = lines[: int(rate * seconds)]
+    markers = dict(_markers(part))
+    out: dict[str, list[float]] = {}
+    run = Run(bootstrap, db_url, workdir)
+    asyncio.run(ensure_topics(bootstrap, [run.events, f"{run.events}.dlq", run.decisions], PARTITIONS))
+    worker = run.worker()
+    try:
+        time.sleep(8)  # start-up and the group's first assignment
+
+        async def both() -> tuple[list[float], list[tuple[float, bytes]]]:
+            until = time.perf_counter() + seconds + 10
+            return await asyncio.gather(
+                _send(bootstrap, run.events, part, rate), _receive(bootstrap, run.decisions, until)
+            )
+
+        sent, got = asyncio.run(both())
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    first: dict[int, float] = {}
+    for at, value in got:
+        first.setdefault(json.loads(value)["seq"], at)
+    out["worker"] = [(first[seq] - sent[index]) * 1000 for index, seq in markers.items() if seq in first]
+
+    bare_run = Run(bootstrap, db_url, workdir)
+    asyncio.run(ensure_topics(bootstrap, [bare_run.events, bare_run.sink], PARTITIONS))
+    bare = bare_run.passthrough(len(part))
+    try:
+        time.sleep(3)  # its start-up
+
+        async def passthrough() -> tuple[list[float], list[tuple[float, bytes]]]:
+            until = time.perf_counter() + seconds + 10
+            return await asyncio.gather(
+                _send(bootstrap, bare_run.events, part, rate), _receive(bootstrap, bare_run.sink, until, len(part))
+            )
+
+        sent, got = asyncio.run(passthrough())
+    finally:
+        bare.wait(timeout=600)
+    arrivals = [at for at, _ in got]
+    out["passthrough"] = [(arrivals[i] - sent[i]) * 1000 for i in markers if i < len(arrivals)]
+    return {name: _percentiles(values) for name, values in out.items()}
+
+
+def _percentiles(values: list[float]) -> tuple[float, float, int]:
+    if not values:
+        return (float("nan"), float("nan"), 0)
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], len(ordered)
+
+
+def replay_rate(lines: list[bytes]) -> tuple[float, float]:
+    """Events per CPU-second of the Pipeline into an in-memory store (what `replay` runs), and of
+    json.loads on the same lines."""
+    started = time.process_time()
+    for line in lines:
+        json.loads(line)
+    loads = time.process_time() - started
+    store = Store("sqlite://")
+    store.upgrade()
+    records = [Record(value=line, position=str(i)) for i, line in enumerate(lines)]
+    pipeline = Pipeline(SchedulerConfig(), store, clocks=dict.fromkeys(marker_clusters(records), CLOCK_STREAM))
+    started = time.process_time()
+    for start in range(0, len(records), 1000):
+        pipeline.process(records[start : start + 1000])
+    replay = time.process_time() - started
+    store.close()
+    return len(lines) / replay, len(lines) / loads
+
+
+def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
+    """Rows per second of the worker's batch transactions (events, decisions, outbox, statuses,
+    progress) on PostgreSQL, and of COPY of the same event and decision rows."""
+    store = Store(db_url)
+    store.upgrade()
+    records = [Record(value=line, position=str(i)) for i, line in enumerate(lines)]
+    pipeline = Pipeline(SchedulerConfig(), store, clocks=dict.fromkeys(marker_clusters(records), CLOCK_STREAM))
+    batches = []
+    original = store.write_batch
+    store.write_batch = batches.append  # type: ignore[method-assign]  # keep the batches, write later
+    for start in range(0, len(records), 500):
+        pipeline.process(records[start : start + 500])
+    store.write_batch = original  # type: ignore[method-assign]
+    rows = sum(len(b.events) + len(b.decisions) + len(b.outbox) + len(b.statuses) for b in batches)
+    started = time.perf_counter()
+    for batch in batches:
+        store.write_batch(batch)
+    written = time.perf_counter() - started
+    store.close()
+    tables = ("events", "decisions", "outbox", "object_status")
+    with psycopg.connect(db_url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        for table in tables:
+            conn.execute(f"CREATE TEMP TABLE copy_{table} (LIKE {table} INCLUDING DEFAULTS)")
+        started = time.perf_counter()
+        for batch in batches:
+            with conn.transaction(), conn.cursor() as cursor:
+                parts = (batch.events, batch.decisions, batch.outbox, list(batch.statuses.values()))
+                for table, batch_rows in zip(tables, parts, strict=True):
+                    if not batch_rows:
+                        continue
+                    keys = list(batch_rows[0])
+                    names = ", ".join(f'"{k}"' for k in keys)
+                    with cursor.copy(f"COPY copy_{table} ({names}) FROM STDIN") as copy:
+                        for one in batch_rows:
+                            copy.write_row([one[k] for k in keys])
+        copied = time.perf_counter() - started
+    return rows / written, rows / copied, rows
+
+
+@contextmanager
+def postgres(workdir: Path) -> Iterator[str | None]:
+    if os.environ.get("SCHEDSTREAM_BENCH_PG_URL"):
+        yield os.environ["SCHEDSTREAM_BENCH_PG_URL"]
+        return
+    try:
+        with LocalPostgres(workdir / "pg") as server:
+            yield server.create_database(f"bench_{uuid.uuid4().hex[:8]}")
+    except LocalPostgresError as exc:
+        print(f"(PostgreSQL rows skipped: {exc})")
+        yield None
+
+
+@contextmanager
+def broker(workdir: Path) -> Iterator[str]:
+    if os.environ.get("SCHEDSTREAM_KAFKA_BOOTSTRAP"):
+        yield os.environ["SCHEDSTREAM_KAFKA_BOOTSTRAP"]
+        return
+    kafka = LocalKafka(workdir / "kafka")
+    try:
+        yield kafka.start(timeout=300)  # a busy machine starts it slowly
+    finally:
+        kafka.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip", default="", help="comma-separated rows to leave out")
+    skip = set(parser.parse_args().skip.split(","))
+    name, lines = openb_stream()
+    print(f"stream: {name}: {len(lines):,} events, {len(_markers(lines)):,} SCHEDULE markers\n")
+    print(f"{'measure':<58} {'ours':>14} {'baseline':>14} {'ratio':>7}")
+
+    def row(label: str, ours: str, base: str, ratio: float | None) -> None:
+        print(f"{label:<58} {ours:>14} {base:>14} {'' if ratio is None else f'{ratio:.3f}':>7}", flush=True)
+
+    if "replay" not in skip:
+        ours, base = replay_rate(lines)
+        row("replay, events/CPU-s (baseline json.loads)", f"{ours:,.0f}", f"{base:,.0f}", ours / base)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)  # PostgreSQL's server runs as its own user, inside it
+        with postgres(work) as pg_url:
+            if "store" not in skip and pg_url:
+                ours_rows, copy_rows, rows = store_rates(pg_url, lines)
+                row(f"PG batch transaction, rows/s ({rows:,} rows; baseline COPY)", f"{ours_rows:,.0f}",
+                    f"{copy_rows:,.0f}", ours_rows / copy_rows)  # fmt: skip
+            if {"worker", "latency"} - skip:
+                with broker(work) as bootstrap:
+                    stores = {"SQLite": f"sqlite:///{work / 'w.db'}"}
+                    if pg_url:
+                        stores["PostgreSQL"] = pg_url
+                    if "worker" not in skip:
+                        for store_name, url in stores.items():
+                            ours, base = worker_rate(bootstrap, url, lines, work)
+                            row(f"worker ({store_name}), events/CPU-s (baseline passthrough)", f"{ours:,.0f}",
+                                f"{base:,.0f}", ours / base)  # fmt: skip
+                    if "latency" not in skip:
+                        for rate, seconds in ((100, 30), (2000, 15)):
+                            url = f"sqlite:///{work / f'l-{rate}.db'}"
+                            lat = latencies(bootstrap, url, lines, work, rate=rate, seconds=seconds)
+                            (w50, w99, wn), (p50, p99, _) = lat["worker"], lat["passthrough"]
+                            row(f"marker -> decision at {rate:,} ev/s, p50 ms ({wn} markers)", f"{w50:,.0f}",
+                                f"{p50:,.1f}", None)  # fmt: skip
+                            row(f"marker -> decision at {rate:,} ev/s, p99 ms", f"{w99:,.0f}", f"{p99:,.1f}", None)
+    if "cycle" not in skip:
+        for unique in (False, True):
+            r = cycle.measure(5000, unique_shapes=unique)
+            shapes = "one shape per pod" if unique else "two pod shapes"
+            row(f"cycle, 5,000 nodes / {r.pods:,} pods, {shapes}: CPU-s (baseline naive*)", f"{r.cpu_seconds:.2f}",
+                f"{r.baseline_seconds:.1f}", r.cpu_seconds / r.baseline_seconds)  # fmt: skip
+    if "kueue" not in skip:
+        result: dict[str, Any] = kueue.run(1.0, 100)
+        per = result["cpu_s"] / result["admissions"] * 1000
+        row(f"Kueue shape, {result['admissions']:,} admissions: CPU ms/admission (Kueue ~9)", f"{per:.2f}", "9",
+            per / 9)  # fmt: skip
+    print("\n* naive all-pairs first fit (bench/cycle.py), timed on 2,000 pods and scaled; wall seconds")
+
+
+if __name__ == "__main__":
+    main()
