@@ -178,6 +178,26 @@ class Timeline:
         change = summary(decision, head=False)
         self.entries.append(Entry(decision["seq"], _iso(clock), "decision", decision["kind"], change))
 
+    def member(self, clock: datetime | None, decision: Mapping[str, Any]) -> None:
+        """A decision about one of a gang's pods (its Bind, its eviction)."""
+        change = f"{decision['target']['name']} {summary(decision, head=False)}"
+        self.entries.append(Entry(decision["seq"], _iso(clock), "member", decision["kind"], change))
+
+    def in_order(self) -> list[Entry]:
+        """The entries by seq; at one seq, the object's own before its members'."""
+        return sorted(self.entries, key=lambda entry: entry.seq)
+
+
+def members_of(state: ClusterState, target: Target) -> set[str]:
+    """A PodGroup's pods at the cut: their decisions belong to the gang's timeline."""
+    if target.kind != "PodGroup":
+        return set()
+    return {
+        pod.metadata.name
+        for pod in state.pods().values()
+        if pod.metadata.namespace == target.namespace and pod.group_name() == target.name
+    }
+
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat().replace("+00:00", "Z")
@@ -194,6 +214,7 @@ def from_records(
     markers = marker_clusters(records)
     engine = Engine(config, on_markers=lambda c: c in markers)
     timelines: dict[str, Timeline] = {}
+    pod_decisions: dict[str, list[tuple[datetime | None, dict[str, Any]]]] = {}  # maybe a gang member's
     stopped: set[str] = set()
     for record in records:
         try:
@@ -209,16 +230,30 @@ def from_records(
             continue
         processed = engine.handle(event)
         touched = isinstance(event, WatchEvent) and target.is_event_of(event)
-        decisions = [d for d in _decisions(processed.decisions) if target.is_target_of(d)]
-        if touched or decisions:
+        decisions = _decisions(processed.decisions)
+        own = [d for d in decisions if target.is_target_of(d)]
+        if touched or own:
             timeline = timelines.setdefault(name, Timeline(target))
             if touched:
                 timeline.event(processed.seq, state.clock, event.type.value, msgspec.json.decode(record.value or b"{}"))
-            for decision in decisions:
+            for decision in own:
                 timeline.decision(state.clock, decision)
+        if target.kind == "PodGroup":
+            pods = pod_decisions.setdefault(name, [])
+            pods.extend((state.clock, d) for d in decisions if _is_pod_in(d, target.namespace))
     chosen = choose_cluster(target, sorted(timelines), cluster)
     state = engine.state(chosen)
-    return History(chosen, state.next_seq - 1, state, timelines[chosen].entries if chosen in timelines else [])
+    timeline = timelines.get(chosen, Timeline(target))
+    members = members_of(state, target)
+    for clock, decision in pod_decisions.get(chosen, []):
+        if decision["target"]["name"] in members:
+            timeline.member(clock, decision)
+    return History(chosen, state.next_seq - 1, state, timeline.in_order())
+
+
+def _is_pod_in(decision: Mapping[str, Any], namespace: str) -> bool:
+    target = decision["target"]
+    return bool(target["kind"] == "Pod" and target.get("namespace") == namespace)
 
 
 def choose_cluster(target: Target, found: list[str], asked: str | None) -> str:

@@ -17,7 +17,7 @@ from domain import snapshot
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
-from services.explain.history import Cut, History, NotFound, Target, Timeline, choose_cluster
+from services.explain.history import Cut, Entry, History, NotFound, Target, Timeline, choose_cluster, members_of
 from services.pipeline import CLOCK_NONE
 from services.store import tables
 from services.store.store import Store
@@ -78,8 +78,8 @@ def _fold(store: Store, config: SchedulerConfig, cluster: str, clock: str, at: i
 
 
 def _timeline(
-    store: Store, target: Target, cluster: str, at: int, markers: tuple[list[int], list[datetime]]
-) -> Timeline:
+    store: Store, target: Target, cluster: str, at: int, markers: tuple[list[int], list[datetime]], *, members: set[str]
+) -> list[Entry]:
     e, d = tables.events, tables.decisions
     events = select(e.c.seq, e.c.type, e.c.payload).where(
         e.c.cluster == cluster, e.c.kind == target.kind, e.c.namespace == target.namespace,
@@ -89,19 +89,29 @@ def _timeline(
         d.c.cluster == cluster, d.c.target_kind == target.kind, d.c.namespace == target.namespace,
         d.c.name == target.name, d.c.seq <= at,
     )  # fmt: skip
+    of_members = select(d.c.seq, d.c.ordinal, d.c.payload).where(
+        d.c.cluster == cluster, d.c.target_kind == "Pod", d.c.namespace == target.namespace,
+        d.c.name.in_(sorted(members)), d.c.seq <= at,
+    )  # fmt: skip
     with store.engine.connect() as conn:
         rows = [(seq, -1, kind, payload) for seq, kind, payload in conn.execute(events)]
         rows += [(seq, ordinal, "", payload) for seq, ordinal, payload in conn.execute(decisions)]
+        member_rows = sorted(tuple(row) for row in conn.execute(of_members)) if members else []
     seqs, times = markers
+
+    def clock_at(seq: int) -> datetime | None:
+        before = bisect.bisect_right(seqs, seq)
+        return times[before - 1] if before else None
+
     timeline = Timeline(target)
     for seq, ordinal, kind, payload in sorted(rows):
-        before = bisect.bisect_right(seqs, seq)
-        clock = times[before - 1] if before else None
         if ordinal < 0:
-            timeline.event(seq, clock, kind, msgspec.json.decode(payload))
+            timeline.event(seq, clock_at(seq), kind, msgspec.json.decode(payload))
         else:
-            timeline.decision(clock, msgspec.json.decode(payload))
-    return timeline
+            timeline.decision(clock_at(seq), msgspec.json.decode(payload))
+    for seq, _, payload in member_rows:
+        timeline.member(clock_at(seq), msgspec.json.decode(payload))
+    return timeline.in_order()
 
 
 def from_store(url: str, config: SchedulerConfig, target: Target, cut: Cut, cluster: str | None) -> History:
@@ -115,8 +125,8 @@ def from_store(url: str, config: SchedulerConfig, target: Target, cut: Cut, clus
         next_seq, clock, _ = clusters[chosen]
         markers = _markers(store, chosen)
         at = _cut_seq(cut, next_seq - 1, markers)
-        engine = _fold(store, config, chosen, clock, at)
-        timeline = _timeline(store, target, chosen, at, markers)
-        return History(chosen, at, engine.state(chosen), timeline.entries)
+        state = _fold(store, config, chosen, clock, at).state(chosen)
+        timeline = _timeline(store, target, chosen, at, markers, members=members_of(state, target))
+        return History(chosen, at, state, timeline)
     finally:
         store.close()

@@ -85,7 +85,9 @@ def test_the_store_gives_what_the_event_files_give(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
     store_of(url, EXAMPLE, snapshot_every=7)  # the latest snapshot lies after seq 18 and before seq 38
-    for kind, name in (("podgroup", "team-b/eval-pg"), ("pod", "team-a/train-worker-0"), ("queue", "default")):
+    objects = (("podgroup", "team-b/eval-pg"), ("podgroup", "team-a/train-pg"), ("pod", "team-a/train-worker-0"),
+               ("queue", "default"))  # fmt: skip
+    for kind, name in objects:
         from_events = explain(kind, name, "--events", str(EXAMPLE), "--at", at)
         from_store = explain(kind, name, "--db", url, "--at", at)
         assert from_store == from_events, (kind, at)
@@ -163,3 +165,15 @@ def test_a_waiting_gang_member_carries_its_gangs_reason() -> None:
     assert report["reason"]["reason"] == "NotEnoughResources"
     assert report["details"]["group"] == "eval-pg"
     assert report["details"]["waitingFor"]["fits"] == ["gpu-2"]  # alone it would fit; the gang does not
+
+
+def test_a_gangs_timeline_holds_its_members_binds() -> None:
+    report = explain("podgroup", "team-a/train-pg", "--events", str(EXAMPLE), "--at", "18")
+    assert [(e["seq"], e["source"], e["what"], e["change"]) for e in report["timeline"]] == [
+        (8, "event", "ADDED", "first seen"),
+        (18, "decision", "PodGroupStatus", "Running (GangScheduled)"),
+        (18, "member", "Bind", "train-worker-0 -> gpu-0 (Scheduled)"),
+        (18, "member", "Bind", "train-worker-1 -> gpu-0 (Scheduled)"),
+        (18, "member", "Bind", "train-worker-2 -> gpu-1 (Scheduled)"),
+        (18, "member", "Bind", "train-worker-3 -> gpu-1 (Scheduled)"),
+    ]
