@@ -33,3 +33,13 @@ def parse(value: object, key: str) -> timedelta:
 
 def seconds(value: object, key: str) -> float:
     return parse(value, key).total_seconds()
+
+
+def positive_seconds(value: object) -> float | None:
+    """Seconds of a positive Go duration, or None for anything else (an annotation upstream
+    ignores when it does not parse, as Volcano's sla plugin does)."""
+    try:
+        parsed = seconds(value, "")
+    except DurationError:
+        return None
+    return parsed if parsed > 0 else None

@@ -37,6 +37,8 @@ READ: dict[str, dict[str, type]] = {
     },
     "predicates": {f"predicate.{name}Enable": bool for name in _PREDICATE_SWITCHES},
     "overcommit": {"overcommit-factor": float},
+    "sla": {"sla-waiting-time": str},
+    "reservation": {"reservation-waiting-time": str},
     "capacity": {
         "ancestorReclaimLevel": int,
         "capacity.DynamicResourceAllocationEnable": bool,

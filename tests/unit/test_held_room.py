@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from domain.durations import positive_seconds
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
-from domain.scheduler.go_duration import go_duration
 from domain.scheduler.plugins.sla import waiting_time
 from domain.scheduler.snapshot import JobInfo
 from services.inputs import read_records
@@ -90,8 +90,8 @@ def test_before_its_bound_a_gang_holds_nothing() -> None:
     [("1h2m3s", 3723.0), ("1.5h", 5400.0), ("90s", 90.0), ("250ms", 0.25), ("0s", None), ("ten", None), ("", None),
      (5, None), ("1h ", None)],
 )  # fmt: skip
-def test_go_durations(text: object, want: float | None) -> None:
-    assert go_duration(text) == want
+def test_positive_go_durations(text: object, want: float | None) -> None:
+    assert positive_seconds(text) == want
 
 
 def test_a_jobs_own_annotation_wins_over_the_argument() -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
 from domain.reasons import Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.go_duration import go_duration
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import JobInfo, Snapshot
 
@@ -44,7 +44,7 @@ def target(snapshot: Snapshot, bound: float) -> ObjectKey | None:
 
 def build(options: Mapping[str, object]) -> Plugin:
     arguments = options.get("arguments") or {}
-    given = go_duration(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
+    given = positive_seconds(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
     bound = DEFAULT_WAITING if given is None else given
 
     def on_open(session: Session) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.durations import positive_seconds
 from domain.reasons import Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.go_duration import go_duration
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import JobInfo
 
@@ -26,13 +26,13 @@ WAITING_TIME = "sla-waiting-time"
 
 def waiting_time(job: JobInfo, default: float | None) -> float | None:
     """The job's own annotation, else the plugin's argument."""
-    own = go_duration(job.group.metadata.annotations.get(WAITING_TIME)) if job.group is not None else None
+    own = positive_seconds(job.group.metadata.annotations.get(WAITING_TIME)) if job.group is not None else None
     return own if own is not None else default
 
 
 def build(options: Mapping[str, object]) -> Plugin:
     arguments = options.get("arguments") or {}
-    default = go_duration(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
+    default = positive_seconds(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
 
     def on_open(session: Session) -> None:
         now = session.snapshot.now
