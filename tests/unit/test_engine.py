@@ -240,7 +240,19 @@ def test_pod_of_another_scheduler_is_never_bound_but_uses_its_node() -> None:
         b.marker(2),  # seq 6
     ]
     _, out = run(lines)
-    assert view(out) == [bind(6, "mine", "n-1")]
+    waits = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/1 nodes are unavailable: 1 Insufficient cpu."}  # fmt: skip
+    assert [d for d in view(out) if d["kind"] == "PodStatus"] == [
+        {
+            "cluster": "c1",
+            "seq": 4,
+            "kind": "PodStatus",
+            "target": bind(6, "mine", "n-1")["target"],
+            "reason": "Unschedulable",
+            "conditions": [waits],
+        }
+    ]  # the lone pod says why it waits (issue 12 item 5)
+    assert [d for d in view(out) if d["kind"] != "PodStatus"] == [bind(6, "mine", "n-1")]
 
 
 def test_finished_pods_free_their_node() -> None:
