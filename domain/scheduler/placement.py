@@ -23,6 +23,7 @@ from domain.scheduler.topology import HYPERNODE, Domain, TopologyRequest, where_
 @dataclass
 class Attempt:
     statement: Statement
+    tasks: int = 0  # how many tasks it was given to place
     failed: dict[str, FitSummary] = field(default_factory=dict)  # task key -> why it found no node
     refused: Verdict | None = None  # a queue limit stopped the job
 
@@ -52,7 +53,7 @@ def place(
 ) -> Attempt:
     """Place as many of ``tasks`` as fit, in task order, in a new statement (not committed);
     with ``enough``, stop as soon as it holds for the number placed so far."""
-    attempt = Attempt(Statement(session))
+    attempt = Attempt(Statement(session), len(tasks))
     queue = session.snapshot.queues[job.queue]
     hopeless: dict[tuple[object, ...], FitSummary] = {}
     for task in sorted(tasks, key=session.task_key) if len(tasks) > 1 else tasks:
@@ -170,7 +171,10 @@ def best_domain(
         fits: list[tuple[float, str, Domain]] = []
         for domain in (d for d in domains if d.tier == tier):
             attempt = attempt_in(domain)
-            if ready() and attempt.refused is None:
+            # A gang that is ready already (minMember bound) must still place a pending task there:
+            # a domain that takes none of them holds nothing for it (upstream's rescheduled tasks).
+            placed_any = attempt.statement.placed() > 0 or not attempt.tasks
+            if ready() and attempt.refused is None and placed_any:
                 fits.append((_leftover(session, where_of(request, domain)), domain.name, domain))
             tries.append((domain.name, attempt.statement.placed()))
             attempt.statement.discard()

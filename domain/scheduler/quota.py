@@ -100,17 +100,28 @@ def reclaimable_beyond_deserved(
 ) -> list[TaskInfo]:
     """Volcano's reclaim rule, for proportion and capacity alike: a queue gives back only what it
     holds beyond its deserved share, and only to a queue that stays within its own with the task
-    (on every resource the task asks for, or with ``partly`` on at least one, as capacity has it)."""
+    (on every resource the task asks for, or with ``partly`` on at least one, as capacity has it).
+    With ``partly`` also capacity's victim rules (Volcano #4918): a victim must ask for something
+    the reclaimer asks for, and one that asks for nothing its queue deserves is always a victim."""
     mine = snapshot.jobs[reclaimer.job].queue
     dims = requested(reclaimer)
-    short = over(quantity.sum_lists([used[mine], reclaimer.request]), deserved(mine), dims)
+    own = deserved(mine)
+    if partly:  # capacity: what the reclaimer's queue does not name, it does not deserve
+        own = {n: own.get(n, 0) for n in dims}
+    short = over(quantity.sum_lists([used[mine], reclaimer.request]), own, dims)
     if short and not (partly and len(short) < len(dims)):
         return []
     spare = {name: dict(amount) for name, amount in used.items()}
     out = []
     for task in candidates:
         queue = snapshot.jobs[task.job].queue
-        if queue in spare and over(spare[queue], deserved(queue), requested(task)):
+        if queue not in spare:
+            continue
+        asks = requested(task)
+        if partly and not asks & dims:
+            continue  # freeing it gives the reclaimer nothing it needs
+        immediate = partly and not any(deserved(queue).get(n, 0) > 0 for n in asks)
+        if immediate or over(spare[queue], deserved(queue), asks):
             quantity.add(spare[queue], {k: -v for k, v in task.request.items()})
             out.append(task)
     return out

@@ -48,7 +48,7 @@ def place(session: Session, job: JobInfo) -> tuple[Attempt | None, list[Verdict]
 
 def _place_in(session: Session, job: JobInfo, domain: Domain | None) -> tuple[Attempt, list[Verdict]]:
     """The sub-gangs and the rest, on the nodes of the gang's ``domain`` (any nodes when None)."""
-    combined = Attempt(Statement(session))
+    combined = Attempt(Statement(session), len(_waiting(job.tasks)))
     verdicts: list[Verdict] = []
     grouped: set[int] = set()
     for sub in job.subgroups:

@@ -5,13 +5,16 @@ upstream reads, Go durations are parsed exactly, and an empty tier is named."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from domain import durations
 from domain.kueue.eviction import pods_ready_timeout
 from domain.scheduler.config import from_mapping
+from services.cli import main
 
 
 def test_upstream_names_without_effect_here_load_with_one_warning_each() -> None:
@@ -65,3 +68,31 @@ def test_go_durations_are_read_exactly(text: str, want: timedelta) -> None:
 def test_the_pods_ready_timeout_is_read_as_go_reads_it() -> None:
     # Was 18,000 s: "300ms" read as 300 minutes.
     assert pods_ready_timeout({"waitForPodsReady": {"enable": True, "timeout": "300ms"}}) == timedelta(milliseconds=300)
+
+
+def test_replay_prints_one_warning_line_per_name_without_effect(tmp_path: Path) -> None:
+    config = tmp_path / "volcano-scheduler.conf"
+    config.write_text(
+        'actions: "enqueue, allocate, shuffle"\ntiers:\n- plugins:\n  - name: gang\n  - name: numaaware\n'
+    )
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    result = CliRunner().invoke(
+        main, ["replay", str(events), "--out", str(tmp_path / "out.jsonl"), "--config", str(config)]
+    )
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 2
+    assert "action 'shuffle' has no effect here" in warnings[0]
+    assert "plugin 'numaaware' has no effect here: NUMA topology is not modelled" in warnings[1]
+
+
+def test_replay_refuses_an_empty_tier_in_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "bad.conf"
+    config.write_text("tiers:\n- {}\n")
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    result = CliRunner().invoke(main, ["replay", str(events), "--out", "-", "--config", str(config)])
+    assert result.exit_code == 2
+    assert "tier 0 has no 'plugins'" in result.stderr
+    assert "Traceback" not in result.output

@@ -64,6 +64,14 @@ def bind(
     }
 
 
+def waits(seq: int, pod: str, message: str) -> dict[str, Any]:
+    """A lone pod's PodStatus: it could not be placed, and why (issue 12 item 5)."""
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    target = bind(seq, pod, "")["target"]
+    return {"cluster": "c1", "seq": seq, "kind": "PodStatus", "target": target, "reason": "Unschedulable",
+            "conditions": [condition]}  # fmt: skip
+
+
 def pg_status(
     seq: int, group: str, phase: str, conditions: list[tuple[str, str, str]], *, ns: str = "ns", cluster: str = "c1"
 ) -> dict[str, Any]:
@@ -240,7 +248,8 @@ def test_pod_of_another_scheduler_is_never_bound_but_uses_its_node() -> None:
         b.marker(2),  # seq 6
     ]
     _, out = run(lines)
-    assert view(out) == [bind(6, "mine", "n-1")]
+    cpu = "0/1 nodes are unavailable: 1 Insufficient cpu."
+    assert view(out) == [waits(4, "mine", cpu), bind(6, "mine", "n-1")]
 
 
 def test_finished_pods_free_their_node() -> None:
@@ -265,7 +274,7 @@ def test_our_binds_use_the_node_before_the_cluster_confirms_them() -> None:
         b.marker(3),  # seq 6: confirmed, still full
     ]
     _, out = run(lines)
-    assert view(out) == [bind(2, "first", "n-0")]
+    assert view(out) == [bind(2, "first", "n-0"), waits(4, "second", "0/1 nodes are unavailable: 1 Insufficient cpu.")]
 
 
 # --------------------------------------------------------------------------- when cycles run
@@ -279,7 +288,8 @@ def test_without_markers_a_cycle_runs_after_every_event() -> None:
         b.added(b.pod("c", cpu="9")),
     ]
     _, out = run(lines, markers=False)
-    assert view(out) == [bind(1, "a", "n-0"), bind(2, "b", "n-0")]
+    cpu = "0/1 nodes are unavailable: 1 Insufficient cpu."
+    assert view(out) == [bind(1, "a", "n-0"), bind(2, "b", "n-0"), waits(3, "c", cpu)]
 
 
 def test_with_markers_cycles_run_only_at_markers() -> None:

@@ -19,7 +19,9 @@ NAME = "binpack"
 _MAX = 100.0
 
 
-def _weights(options: Mapping[str, object]) -> dict[str, int]:
+def weights_of(options: Mapping[str, object]) -> dict[str, int]:
+    """Each resource's weight from the arguments: cpu and memory, and those ``binpack.resources`` lists."""
+
     def positive(key: str) -> int:  # upstream puts a negative weight back to 1
         value = integer(options, key, 1)
         return value if value >= 0 else 1
@@ -31,27 +33,29 @@ def _weights(options: Mapping[str, object]) -> dict[str, int]:
     return weights
 
 
+def score(task: TaskInfo, node: NodeInfo, weights: Mapping[str, int], weight: int) -> float:
+    """Volcano's BinPackingScore: 0 .. 100 x ``weight``."""
+    total, weight_sum = 0.0, 0
+    for name, request in task.request.items():
+        resource_weight = weights.get(name)
+        if not request or resource_weight is None:
+            continue
+        allocatable = node.allocatable.get(name, 0)
+        used = allocatable - node.idle.get(name, 0) + request
+        if allocatable and resource_weight:
+            if used > allocatable:
+                return 0.0
+            total += used * resource_weight / allocatable
+        weight_sum += resource_weight  # a resource the node lacks still weighs (upstream)
+    return total / weight_sum * _MAX * weight if weight_sum else 0.0
+
+
 def build(options: Mapping[str, object]) -> Plugin:
     weight = integer(options, "binpack.weight", 1)
-    weights = _weights(options)
-
-    def score(task: TaskInfo, node: NodeInfo) -> float:
-        total, weight_sum = 0.0, 0
-        for name, request in task.request.items():
-            resource_weight = weights.get(name)
-            if not request or resource_weight is None:
-                continue
-            allocatable = node.allocatable.get(name, 0)
-            used = allocatable - node.idle.get(name, 0) + request
-            if allocatable and resource_weight:
-                if used > allocatable:
-                    return 0.0
-                total += used * resource_weight / allocatable
-            weight_sum += resource_weight
-        return total / weight_sum * _MAX * weight if weight_sum else 0.0
+    weights = weights_of(options)
 
     def on_open(session: Session) -> None:
         if weight:
-            session.add_node_order(NAME, score)
+            session.add_node_order(NAME, lambda task, node: score(task, node, weights, weight))
 
     return Plugin(NAME, on_open)

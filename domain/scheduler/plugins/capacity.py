@@ -91,10 +91,13 @@ def build(options: Mapping[str, object]) -> Plugin:
             tree = _deserved_tree(snapshot, real)
             wanted = {name: tree.get(name, {}) for name in snapshot.queues}
         else:
+            # A resource the queue's deserved does not name is not deserved (upstream's Min keeps
+            # only the deserved's own dimensions): a victim holding only such resources is fair game.
             wanted = {
-                name: _at_least(lower(q.deserved, real.get(name, {})), q.guarantee)
+                name: _at_least({n: a for n, a in lower(q.deserved, real.get(name, {})).items() if n in q.deserved},
+                                q.guarantee)
                 for name, q in snapshot.queues.items()
-            }
+            }  # fmt: skip
         # Below root, the queues from the top down to each queue, padded so keys compare level by level.
         paths = {
             name: [q.name for q in reversed(snapshot.ancestors(name)) if q.name != ROOT] for name in snapshot.queues
