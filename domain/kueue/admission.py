@@ -96,6 +96,8 @@ def _lowest_share(snap: KueueSnapshot, entries: list[Entry]) -> Entry:
 def _targets(
     snap: KueueSnapshot, cq: ClusterQueue, info: WorkloadInfo, assignment: Assignment, fair: FairSharing | None
 ) -> list[preemption.Target] | None:
+    if assignment.targets_known:
+        return assignment.targets
     if fair is not None:
         return fair_preemption.targets(snap, cq, info, assignment.usage(), fair)
     return preemption.targets(snap, cq, info, assignment.usage())

@@ -85,6 +85,10 @@ class Assignment:
     mode: Mode
     message: str  # why not a plain fit, Kueue's wording
     borrowing: int = 0  # the highest cohort level it borrows through (0: none), after preemption
+    # The preemption targets of the whole assignment, when the oracle already found them (its
+    # usage is the one (flavor, resource) it simulated): None for no candidates.
+    targets: list[preemption.Target] | None = None
+    targets_known: bool = False
 
     def usage(self) -> dict[FlavorResource, int]:
         total: dict[FlavorResource, int] = {}
@@ -116,6 +120,7 @@ class _Oracle:
     cq: ClusterQueue
     info: WorkloadInfo
     fair: FairSharing | None
+    found: dict[tuple[FlavorResource, int], list[preemption.Target] | None] = field(default_factory=dict)
 
     def may_preempt_while_borrowing(self) -> bool:
         policy = self.cq.spec.preemption
@@ -130,6 +135,7 @@ class _Oracle:
             found = fair_preemption.targets(self.snap, self.cq, self.info, usage, self.fair)
         else:
             found = preemption.targets(self.snap, self.cq, self.info, usage)
+        self.found[(fr, amount)] = found
         if found is None:
             return Possibility.NO_CANDIDATES, node.borrowing_level(fr, amount)[0]
         for target in found:
@@ -204,6 +210,10 @@ def assign(snap: KueueSnapshot, info: WorkloadInfo, cq: ClusterQueue, fair: Fair
             result.message = f"couldn't assign flavors to pod set {request.name}: {'; '.join(messages)}"
         if result.mode is Mode.NO_FIT:
             return result
+    usage = result.usage()
+    if result.mode is Mode.PREEMPT and len(usage) == 1:
+        result.targets_known = (key := next(iter(usage.items()))) in oracle.found
+        result.targets = oracle.found.get(key)
     return result
 
 

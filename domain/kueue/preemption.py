@@ -97,15 +97,19 @@ def _candidates(
     root = _root(node)
     policy = cq.spec.preemption
     out: list[tuple[tuple[int, int, float, str], Target]] = []
+    in_tree: dict[str, bool] = {}  # per queue: in the preemptor's cohort tree
     for info in snap.holders():
         if info.view.is_true("Evicted") or not frs & set(info.usage()):
             continue
-        other = snap.tree.queues[info.admitted_to]
-        if info.admitted_to == name:
+        queue = info.admitted_to
+        if queue not in in_tree:
+            other = snap.tree.queues[queue]
+            in_tree[queue] = other is not node and _root(other) is root
+        if queue == name:
             if not _in_queue_ok(policy.within_cluster_queue, preemptor, info):
                 continue
             target = Target(info, "InClusterQueue")
-        elif other is not node and _root(other) is root and policy.reclaim_within_cohort != "Never":
+        elif in_tree[queue] and policy.reclaim_within_cohort != "Never":
             if not _in_queue_ok(policy.reclaim_within_cohort, preemptor, info):
                 continue
             if _reclaimable_while_borrowing(cq, preemptor, info):
