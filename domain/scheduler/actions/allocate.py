@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.reasons import Reason, Verdict
-from domain.scheduler import held_room, placement, sub_placement
+from domain.scheduler import held_room, placement, retry, sub_placement
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, TaskStatus
 from domain.scheduler.statement import Statement
@@ -53,11 +53,19 @@ def execute(session: Session) -> None:
 
 
 def _allocate(session: Session, job: JobInfo) -> None:
+    # A plain gang that failed last time and sees the same nodes with the same room fails alike.
+    seen = retry.look(session, job) if retry.can_keep(session, job) else None
+    if seen is not None and retry.repeat(session, job, seen):
+        return
+    verdicts = len(session.found.verdicts.get(job.key, []))
+    fits = dict(session.found.fits.get(job.key, {}))
     # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
     held = Statement(session)
     for task in job.pipelined():
         held.unpipeline(task)
     _place(session, job, held)
+    if seen is not None:
+        retry.remember(session, job, seen, verdicts, fits)
 
 
 def _still_released(session: Session, nodes: set[str]) -> bool:
