@@ -9,12 +9,11 @@ import io
 
 import pytest
 
-from domain.engine import Engine
-from domain.events import InvalidEvent, parse_event
 from domain.scheduler import retry
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
+from tests.unit.test_kept_snapshot import _decisions
 
 NODES = tuple(Node(f"n{i}", {"cpu": "4"}) for i in range(4))
 # Small jobs arrive faster than they end, and gangs of 3 and 4 whole nodes wait among them.
@@ -36,20 +35,6 @@ LARGE_GANGS = from_mapping(
         ]
     }
 )  # fmt: skip
-
-
-def _decisions(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> list[object]:
-    engine = Engine(config, on_markers=lambda _: True)
-    out: list[object] = []
-    for line in lines:
-        try:
-            event = parse_event(line)
-        except InvalidEvent:
-            continue
-        if fresh:
-            engine.state(event.cluster).derived.clear()
-        out.extend((d.kind, d.target, d.reason, d.fields) for d in engine.handle(event).decisions)
-    return out
 
 
 @pytest.mark.parametrize("config", [SchedulerConfig(), LARGE_GANGS], ids=["default", "large-gangs"])
