@@ -75,8 +75,10 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig, memo: dict[str, ob
         for plugin in plugins:
             session.switches = plugin.options
             PLUGINS[plugin.name](plugin.options).on_open(session)
+    session.kept = memo
+    session.node_local = session.ranks_by(NODE_LOCAL)
     previous = memo.pop("candidates", None)
-    if session.ranks_by(NODE_LOCAL):
+    if session.node_local:
         session.candidates = memo["candidates"] = candidates.carry(
             previous, session.predicate, session.node_score, snapshot
         )

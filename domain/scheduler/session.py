@@ -72,6 +72,8 @@ class Session:
         self._preemptable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
         self._reclaimable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
         self.points: set[ExtensionPoint] = set()  # points that have at least one callback
+        self.node_local = False  # predicates and scores look at the task and the node alone (``registry``)
+        self.kept: dict[str, object] = {}  # memos kept from cycle to cycle (the state's derived values)
         self.candidates = Candidates(self.predicate, self.node_score)
 
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.

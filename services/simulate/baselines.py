@@ -252,6 +252,8 @@ class _Baseline:
                 continue
             placement = self.cluster.place(job, request)
             if placement is None:
+                # Keep only the smallest failures: one this failure covers tells nothing more.
+                smaller[:] = [(t, r) for t, r in smaller if not (t >= job.tasks and _fits(r, request))]
                 smaller.append((job.tasks, request))
                 continue
             outlives = reservation is not None and (job.duration is None or now + job.duration > reservation[0])

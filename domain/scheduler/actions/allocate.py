@@ -19,7 +19,7 @@ from __future__ import annotations
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
-from domain.scheduler import held_room, placement, sub_placement
+from domain.scheduler import held_room, placement, retry, sub_placement
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
@@ -63,11 +63,20 @@ def execute(session: Session) -> None:
 
 def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey]) -> bool:
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
+    # A plain gang that failed last time and sees the same nodes with the same room fails alike.
+    seen = retry.look(session, job) if retry.can_keep(session, job) else None
+    if seen is not None and retry.repeat(session, job, seen):
+        return False
+    verdicts = len(session.found.verdicts.get(job.key, []))
+    fits = dict(session.found.fits.get(job.key, {}))
     # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
     held = Statement(session)
     for task in job.pipelined():
         held.unpipeline(task)
-    return _place(session, job, held, failed)
+    again = _place(session, job, held, failed)
+    if seen is not None:
+        retry.remember(session, job, seen, verdicts, fits)
+    return again
 
 
 def _still_released(session: Session, nodes: set[str]) -> bool:

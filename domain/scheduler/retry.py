@@ -1,0 +1,136 @@
+"""Retry: whether a waiting gang's chance can have changed since allocate last tried it.
+
+A gang that did not fit is tried again every cycle, as Volcano's allocate does; on a busy
+cluster most of those attempts see exactly what the last one saw and fail the same way. An
+attempt's outcome is a function of the job (its PodGroup, phase and tasks: their pods and
+statuses), of the nodes (their objects, which the predicates read, and their free room in the
+resources the job asks for) and of the queue's quota: when the queue can take all the job's
+pending requests at once, it can take each member's on top of those placed before it, so no
+quota check refuses in the attempt (``allocatable`` callbacks are monotone: a request that fits
+covers every smaller one). So allocate keeps, per job, what its last
+failed attempt saw and found (its verdicts, the fit summary of each task that found no node, how
+many members it placed tentatively); when a cycle shows it the same job and the same nodes with
+the same free room, it gets those findings again instead of a new attempt: same verdicts, same
+statuses, same decisions. Only a plain attempt is kept: no network topology, no sub-gangs, no
+pipelined members, no held room, predicates and scores that look at the task and the node alone,
+and a queue that can take the whole job's pending requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from domain import quantity
+from domain.objects.core import Node, Pod
+from domain.objects.volcano import PodGroup
+from domain.reasons import FitSummary, Verdict
+from domain.scheduler.extension_points import ExtensionPoint
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import JobInfo, TaskInfo, TaskStatus
+
+MEMO = "retry"
+
+
+@dataclass(slots=True, eq=False)
+class Seen:
+    """What one failed attempt saw, and what it found."""
+
+    group: PodGroup | None
+    phase: str
+    tasks: list[tuple[Pod, TaskStatus]]
+    nodes: list[Node]
+    room: tuple[int, ...]  # each node's free room in the resources the job asks for, in node order
+    verdicts: list[Verdict]
+    fits: dict[str, FitSummary]
+    tentative: int | None
+
+    def same(self, other: Seen) -> bool:
+        return (
+            self.group is other.group
+            and self.phase == other.phase
+            and self.room == other.room
+            and len(self.tasks) == len(other.tasks)
+            and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, other.tasks, strict=True))
+            and len(self.nodes) == len(other.nodes)
+            and all(a is b for a, b in zip(self.nodes, other.nodes, strict=True))
+        )
+
+
+def _memo(session: Session) -> dict[str, Seen]:
+    memo = session.kept.get(MEMO)
+    if not isinstance(memo, dict):
+        memo = session.kept[MEMO] = {}
+    return memo
+
+
+def can_keep(session: Session, job: JobInfo) -> bool:
+    """Whether an attempt for ``job`` is plain enough to be kept (see the module's docstring)."""
+    return (
+        job.topology is None
+        and not job.subgroups
+        and not job.pipelined()
+        and session.node_local
+        and not session.job_pipelined(job)
+        and _quota_covers(session, job)
+    )
+
+
+def _quota_covers(session: Session, job: JobInfo) -> bool:
+    """Whether the job's queue can take all its pending requests at once."""
+    queue = session.snapshot.queues.get(job.queue)
+    pending = [t for t in job.pending() if not t.best_effort]
+    if queue is None or not pending:
+        return False
+    if ExtensionPoint.ALLOCATABLE not in session.points:
+        return True
+    first = pending[0]
+    whole = TaskInfo(first.key, first.pod, job.key, quantity.sum_lists(t.request for t in pending), first.status)
+    whole.priority, whole.role = first.priority, first.role
+    return session.allocatable(queue, whole) is None
+
+
+def look(session: Session, job: JobInfo) -> Seen:
+    """What an attempt for ``job`` sees now (its findings still empty)."""
+    names = sorted({name for t in job.pending() for name in t.request})
+    nodes = session.snapshot.node_list()
+    room = tuple(node.idle.get(name, 0) for node in nodes for name in names)
+    return Seen(
+        job.group,
+        job.phase.value,
+        [(t.pod, t.status) for t in job.tasks],
+        [node.node for node in nodes],
+        room,
+        [],
+        {},
+        None,
+    )
+
+
+def repeat(session: Session, job: JobInfo, seen: Seen) -> bool:
+    """If the last failed attempt for ``job`` saw what ``seen`` sees, record its findings again
+    and say so; otherwise forget it."""
+    memo = _memo(session)
+    last = memo.get(job.key)
+    if last is None or not last.same(seen):
+        memo.pop(job.key, None)
+        return False
+    found = session.found
+    for verdict in last.verdicts:
+        found.refuse(job, verdict)
+    if last.fits:
+        found.fits[job.key] = {**found.fits.get(job.key, {}), **last.fits}
+    if last.tentative is not None:
+        found.tentative[job.key] = max(found.tentative.get(job.key, 0), last.tentative)
+    return True
+
+
+def remember(session: Session, job: JobInfo, seen: Seen, verdicts: int, fits: dict[str, FitSummary]) -> None:
+    """Keep what the attempt just made for ``job`` found, if it failed: the verdicts after the
+    first ``verdicts``, the fit summaries not in ``fits`` (those from before it)."""
+    found = session.found
+    if not any(t.status is TaskStatus.PENDING for t in job.tasks) or job.placed() >= job.min_member:
+        return
+    seen.verdicts = found.verdicts.get(job.key, [])[verdicts:]
+    seen.fits = {k: v for k, v in found.fits.get(job.key, {}).items() if fits.get(k) is not v}
+    seen.tentative = found.tentative.get(job.key)
+    _memo(session)[job.key] = seen

@@ -1,0 +1,56 @@
+"""domain.scheduler.retry: a gang that failed and sees the same job and nodes with the same free
+room gets its last findings again instead of a new attempt, and that decides exactly what a new
+attempt decides: closed-loop runs of a busy trace, replayed with the memos kept and with every
+cycle starting without them."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from domain.scheduler import retry
+from domain.scheduler.config import SchedulerConfig, from_mapping
+from services.simulate.loop import run_closed_loop
+from services.traces.model import Job, Node, Trace
+from tests.unit.test_kept_snapshot import _decisions
+
+NODES = tuple(Node(f"n{i}", {"cpu": "4"}) for i in range(4))
+# Small jobs arrive faster than they end, and gangs of 3 and 4 whole nodes wait among them.
+BUSY = Trace(
+    tuple(
+        Job(f"g{i}", 7.0 * i, 40.0 + 13 * (i % 5), tasks=3 + i % 2, requests={"cpu": "4"})
+        if i % 4 == 0
+        else Job(f"s{i}", 7.0 * i, 25.0 + 11 * (i % 7), requests={"cpu": str(1 + i % 3)})
+        for i in range(60)
+    ),
+    NODES,
+)
+LARGE_GANGS = from_mapping(
+    {
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"},
+                         {"name": "reservation", "arguments": {"reservation-waiting-time": "30s"}}]},
+            {"plugins": [{"name": n} for n in ("drf", "predicates", "proportion", "nodeorder", "binpack")]},
+        ]
+    }
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("config", [SchedulerConfig(), LARGE_GANGS], ids=["default", "large-gangs"])
+def test_kept_attempts_decide_as_new_ones(config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = io.BytesIO()
+    run_closed_loop(BUSY, BUSY.nodes, config, events, io.BytesIO())
+    lines = events.getvalue().decode().splitlines()
+    repeats = []
+    repeat = retry.repeat
+
+    def counted(*args: object) -> bool:
+        hit = repeat(*args)  # type: ignore[arg-type]
+        repeats.append(hit)
+        return hit
+
+    monkeypatch.setattr(retry, "repeat", counted)
+    kept = _decisions(lines, config, fresh=False)
+    assert sum(repeats) > 20  # attempts were kept, not made again
+    assert kept == _decisions(lines, config, fresh=True)
