@@ -17,8 +17,9 @@ If SCHEDSTREAM_KUBECONFIG is already set, ``start`` builds and starts nothing an
 
 Choices (docs/live-cluster.md says more): the ServiceAccount and TaintNodesByCondition admission
 plugins are disabled (no controller-manager runs here to create each namespace's ``default``
-ServiceAccount or to lift the not-ready taint of new nodes; kwok's pods mount nothing); authorization is RBAC, with an admin token (system:masters) and a token
-of a user bound to nothing (to test 403s); the watch cache is on, as in a real cluster, so a
+ServiceAccount or to lift the not-ready taint of new nodes; kwok's pods mount nothing);
+authorization is RBAC, with an admin token (system:masters) and a token of a user bound to
+nothing (to test 403s); the watch cache is on, as in a real cluster, so a
 watcher sees BOOKMARKs; ``compact()`` compacts etcd and ``restart_apiserver()`` restarts the
 API server on the same etcd, after which its watch cache starts at the present and a watch
 from any older resourceVersion gets ``410 Gone``, as after a control-plane upgrade.
