@@ -136,6 +136,14 @@ def node(name: str, cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
     }  # fmt: skip
 
 
+def add_nodes(kube: LocalKube, *nodes: dict[str, Any]) -> None:
+    """Create kwok nodes, then do what the node lifecycle controller would (no controller-manager
+    runs here): lift the not-ready taint the API server's NodeTaint admission puts on every new node."""
+    kube.kubectl("create", "-f", "-", input=manifest(*nodes))
+    for n in nodes:
+        kube.kubectl("taint", "nodes", n["metadata"]["name"], "node.kubernetes.io/not-ready:NoSchedule-", check=False)
+
+
 def queue(name: str = "default") -> dict[str, Any]:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
             "spec": {"weight": 1, "reclaimable": True}}  # fmt: skip
@@ -214,7 +222,8 @@ def main() -> int:
         services.start_worker()
         services.start_apply()
         kube.kubectl("create", "namespace", "team-a")
-        kube.kubectl("apply", "-f", "-", input=manifest(*(node(f"kwok-{i}") for i in range(3)), queue()))
+        add_nodes(kube, *(node(f"kwok-{i}") for i in range(3)))
+        kube.kubectl("apply", "-f", "-", input=manifest(queue()))
         gangs = {"train": (3, "2"), "eval": (2, "1"), "huge": (2, "8")}  # huge never fits a 4-CPU node
         for name, (size, cpu) in gangs.items():
             # As Volcano's job controller: a PodGroup and its pods (annotation, schedulerName volcano).

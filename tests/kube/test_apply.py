@@ -161,11 +161,9 @@ def resource_versions(kube: LocalKube, ns: str) -> dict[str, str]:
 
 
 def test_each_decision_kind_lands_on_the_server_and_applying_it_again_changes_nothing(
-    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str
 ) -> None:
-    ns = f"apply-{uuid.uuid4().hex[:6]}"
     kube = local_kube
-    kube.kubectl("create", "namespace", ns)
     cases = arrange(kube, ns)
     with Services(kafka_bootstrap, kube.kubeconfig, tmp_path / "services") as services:
         produce(services, tmp_path, list(cases.values()) * 2)  # the topic may repeat a decision
@@ -238,11 +236,9 @@ def test_each_decision_kind_lands_on_the_server_and_applying_it_again_changes_no
 
 
 def test_an_applier_killed_mid_stream_applies_every_decision_exactly_once_in_effect(
-    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str
 ) -> None:
-    ns = f"kill-{uuid.uuid4().hex[:6]}"
     kube = local_kube
-    kube.kubectl("create", "namespace", ns)
     nodes = [f"{ns}-n{i}" for i in range(4)]
     create(kube, *(node(n) for n in nodes))
     count = 120
