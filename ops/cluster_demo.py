@@ -179,22 +179,22 @@ def manifest(*objects: dict[str, Any]) -> str:
 
 @contextlib.contextmanager
 def demo_stack(workdir: Path) -> Iterator[tuple[LocalKube, Services]]:
-    broker = LocalKafka(workdir / "kafka")
+    """The API server with kwok, Kafka (yours if SCHEDSTREAM_KAFKA_BOOTSTRAP is set) and the services."""
+    external = os.environ.get("SCHEDSTREAM_KAFKA_BOOTSTRAP")
+    broker = None if external else LocalKafka(workdir / "kafka")
     kube = LocalKube(workdir / "kube", kwok=True)
     try:
-        print("starting Kafka ...", flush=True)
-        bootstrap = broker.start()
-        print(
-            f"Kafka at {bootstrap}; starting etcd + kube-apiserver + kwok (the first run builds them) ...", flush=True
-        )
+        bootstrap = external or broker.start()  # type: ignore[union-attr]
+        print(f"Kafka at {bootstrap}; starting etcd, kube-apiserver, kwok (built on the first run)", flush=True)
         kubeconfig = kube.start()
-        print(f"API server at {kube.server} (kubeconfig {kubeconfig})", flush=True)
+        print(f"API server at {kube.server} ready in {kube.start_seconds:.1f} s (kubeconfig {kubeconfig})", flush=True)
         with Services(bootstrap, kubeconfig, workdir / "services") as services:
             yield kube, services
     finally:
         kube.stop()
-        broker.stop()
-        print("stopped: services, API server, kwok, etcd, Kafka", flush=True)
+        if broker is not None:
+            broker.stop()
+        print("stopped: the services, kwok, kube-apiserver, etcd" + ("" if external else ", Kafka"), flush=True)
 
 
 def show(kube: LocalKube) -> str:
