@@ -219,6 +219,12 @@ def test_shadow_reports_where_the_clusters_own_scheduler_agreed_and_where_it_did
             return got if got["compared"] == 4 and len(got["differences"]) == 2 else None
 
         got = wait_for("the cluster's binds in the watch stream", report, every=1)
+        dry_run = services.schedstream("apply", "--kubeconfig", str(kube.kubeconfig), "--config", str(config),
+                                       "--dry-run", "--exit-when-idle", "3")  # fmt: skip
+    # apply --dry-run reads each object live, and writes nothing: the same verdicts.
+    assert dry_run.splitlines()[0] == "shadow: 4 compared, 2 agree (50.0%)"
+    assert sorted(line.split()[2] for line in dry_run.splitlines()[1:]) == [f"{ns}/p2", f"{ns}/p3"]
+    assert "nodeName" not in get(kube, "pod", "-n", ns, "p3")["spec"]
     assert (got["compared"], got["agreed"], got["rate"]) == (4, 2, 0.5)
     differences = {d["target"]: (d["ours"], d["theirs"]) for d in got["differences"]}
     assert differences == {
