@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: deps setup run test lint bench kafka-jars clean
+.PHONY: deps setup run test lint bench kafka-jars kube-bin clean
 
 # Debian packages a fresh machine may lack (Java, Maven, python3-venv, PostgreSQL); a no-op otherwise.
 deps:
@@ -25,6 +25,12 @@ ifndef SCHEDSTREAM_KAFKA_BOOTSTRAP
 	$(PY) -m ops.local_kafka fetch
 endif
 
+# The local Kubernetes API server's binaries (ops/local_kube.py), unless you bring your own cluster.
+kube-bin: setup
+ifndef SCHEDSTREAM_KUBECONFIG
+	$(PY) -m ops.local_kube build
+endif
+
 run: setup kafka-jars
 	$(PY) -m ops.run_example
 
@@ -39,7 +45,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-test: setup kafka-jars lint
+test: setup kafka-jars kube-bin lint
 	$(PY) -m pytest
 
 bench: setup

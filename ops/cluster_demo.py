@@ -137,11 +137,8 @@ def node(name: str, cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
 
 
 def add_nodes(kube: LocalKube, *nodes: dict[str, Any]) -> None:
-    """Create kwok nodes, then do what the node lifecycle controller would (no controller-manager
-    runs here): lift the not-ready taint the API server's NodeTaint admission puts on every new node."""
+    """Create kwok nodes (the local server has no NodeTaint admission: they are schedulable at once)."""
     kube.kubectl("create", "-f", "-", input=manifest(*nodes))
-    for n in nodes:
-        kube.kubectl("taint", "nodes", n["metadata"]["name"], "node.kubernetes.io/not-ready:NoSchedule-", check=False)
 
 
 def queue(name: str = "default") -> dict[str, Any]:

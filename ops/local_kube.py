@@ -15,10 +15,11 @@ kubelets: nodes become Ready, bound pods Running).  From the shell::
 ``start`` detaches: the servers keep running after the command exits, until ``stop``.
 If SCHEDSTREAM_KUBECONFIG is already set, ``start`` builds and starts nothing and echoes it.
 
-Choices (docs/live-cluster.md says more): the ServiceAccount admission plugin is disabled (no
-controller-manager runs here to create each namespace's ``default`` ServiceAccount, and kwok's
-pods mount nothing); authorization is RBAC, with an admin token (system:masters) and a token
-of a user bound to nothing (to test 403s); the watch cache is on, as in a real cluster, so a
+Choices (docs/live-cluster.md says more): the ServiceAccount and TaintNodesByCondition admission
+plugins are disabled (no controller-manager runs here to create each namespace's ``default``
+ServiceAccount or to lift the not-ready taint of new nodes; kwok's pods mount nothing);
+authorization is RBAC, with an admin token (system:masters) and a token of a user bound to
+nothing (to test 403s); the watch cache is on, as in a real cluster, so a
 watcher sees BOOKMARKs; ``compact()`` compacts etcd and ``restart_apiserver()`` restarts the
 API server on the same etcd, after which its watch cache starts at the present and a watch
 from any older resourceVersion gets ``410 Gone``, as after a control-plane upgrade.
@@ -70,6 +71,8 @@ BINARIES: dict[str, tuple[str, str, str]] = {
     ),
     "kwok": ("kwok", "sigs.k8s.io/kwok/cmd/kwok", ""),
 }
+# A stopping API server waits for its open watches; its state is all in etcd, so we do not wait long.
+APISERVER_STOP_SECONDS = 5.0
 ADMIN_USER = "schedstream-admin"
 NOBODY_USER = "schedstream-nobody"
 
@@ -208,7 +211,7 @@ class LocalKube:
                 return
             for name, pid in (("kwok", info.kwok_pid), ("kube-apiserver", info.apiserver_pid), ("etcd", info.etcd_pid)):
                 if pid is not None:
-                    self._halt(name, pid, timeout)
+                    self._halt(name, pid, min(timeout, APISERVER_STOP_SECONDS) if name == "kube-apiserver" else timeout)
             self._record.unlink(missing_ok=True)
             self._info = None
 
@@ -245,7 +248,7 @@ class LocalKube:
         """
         with _locked(self.workdir / ".lock"):
             info = self._require_info()
-            self._halt("kube-apiserver", info.apiserver_pid, 30)
+            self._halt("kube-apiserver", info.apiserver_pid, APISERVER_STOP_SECONDS)
             port = int(info.server.rsplit(":", 1)[1])
             pid = self._launch_apiserver(port, info.etcd_url)
             self._info = ServerInfo(**{**asdict(info), "apiserver_pid": pid})
@@ -356,8 +359,10 @@ class LocalKube:
                 f"--service-account-signing-key-file={creds / 'sa.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-cluster-ip-range=10.0.0.0/24",
-                # No controller-manager creates the `default` ServiceAccount of each namespace.
-                "--disable-admission-plugins=ServiceAccount",
+                # No controller-manager runs here: none creates each namespace's `default`
+                # ServiceAccount, and none lifts the not-ready taint that TaintNodesByCondition
+                # puts on every new node (kwok makes the nodes Ready, but not untainted).
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
                 "--allow-privileged=true",
                 "--profiling=false",
                 f"--audit-log-path={self._logs / 'audit.log'}",
@@ -472,7 +477,7 @@ class LocalKube:
             else:
                 self._procs.pop(name, None)
                 return
-            log.warning("%s pid %d ignored %s for %.0f s", name, pid, sig.name, wait)
+            log.info("%s pid %d still runs %.0f s after %s", name, pid, wait, sig.name)
         raise LocalKubeError(f"{name} pid {pid} survived SIGKILL")
 
 

@@ -101,9 +101,12 @@ def local_kube() -> Iterator[LocalKube]:
     """etcd + kube-apiserver + kwok built and started here (tests that compact etcd need this one)."""
     if os.environ.get(ENV_KUBECONFIG):
         pytest.skip(f"{ENV_KUBECONFIG} names your cluster; this test needs the local API server's etcd")
-    server = LocalKube(WORK / "kube", kwok=True)
+    workdir = WORK / "kube"
+    LocalKube(workdir).stop()  # one left running by an interrupted session, then its data
+    shutil.rmtree(workdir, ignore_errors=True)
+    server = LocalKube(workdir, kwok=True)
     try:
-        server.start(timeout=300, replace=True)
+        server.start(timeout=300)
     except Exception as exc:
         _unavailable("the local Kubernetes API server", exc)
     try:

@@ -232,21 +232,24 @@ def test_a_watcher_killed_and_restarted_after_a_compaction_relists_and_its_strea
     local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     cluster = Cluster(local_kube.kubeconfig)
-    cluster.apply(cluster.queue(), cluster.node("n0"), cluster.node("n1"), cluster.podgroup("a", 2))
+    # Room to spare: the other tests' pending pods are on the same server (without a controller-manager
+    # a deleted namespace keeps its pods), and the worker schedules every pod of the cluster.
+    cluster.apply(cluster.queue(), cluster.node("n0", "32"), cluster.node("n1", "32"), cluster.podgroup("a", 2))
     cluster.apply(*(cluster.pod(f"a-{i}", "a", cpu="2") for i in range(2)))
     watcher = Watcher(kafka_bootstrap, cluster.kubeconfig, tmp_path)
     first = watcher.start()
     watcher.wait_for(has("Pod", "a-1"))
     cluster.apply(cluster.podgroup("b", 3), *(cluster.pod(f"b-{i}", "b", cpu="2") for i in range(3)))
     cluster.apply(*(cluster.pod(f"solo-{i}", cpu="100m") for i in range(20)))
-    watcher.wait_for(has("Pod", "b-0"))
-    first.send_signal(signal.SIGKILL)  # mid-stream: the solo pods are still coming
+    watcher.wait_for(has("Pod", "solo-19"))
+    cluster.apply(*(cluster.pod(f"late-{i}", cpu="100m") for i in range(30)))
+    first.send_signal(signal.SIGKILL)  # mid-stream: the late pods are coming, the saved progress lags
     first.wait(timeout=30)
 
     # While it is away: deletions, a change, a new gang, and a name deleted and created again.
     delete = ("delete", "pod", "-n", cluster.ns, "--grace-period=0", "--force")
     cluster.kubectl(*delete, "solo-0", "solo-1", "b-2")
-    cluster.kubectl("label", "pod", "solo-2", "-n", cluster.ns, "changed=yes")
+    cluster.kubectl("label", "pod", "a-0", "-n", cluster.ns, "changed=yes")
     cluster.kubectl(*delete, "solo-3")
     cluster.apply(cluster.pod("solo-3", cpu="100m"), cluster.podgroup("c", 1), cluster.pod("c-0", "c"))
     local_kube.compact()
@@ -255,7 +258,7 @@ def test_a_watcher_killed_and_restarted_after_a_compaction_relists_and_its_strea
     second = watcher.start()
     try:
         watcher.wait_for(has("Pod", "c-0"))
-        watcher.wait_for(has("Pod", "solo-2", "MODIFIED", changed="yes"))
+        watcher.wait_for(has("Pod", "a-0", "MODIFIED", changed="yes"))
     finally:
         stop(second)
     assert '"resource": "pods"' in watcher.log(2).read_text()
