@@ -18,7 +18,8 @@ def ns(local_kube: LocalKube) -> Iterator[str]:
     name = f"t-{uuid.uuid4().hex[:8]}"
     local_kube.kubectl("create", "namespace", name)
     yield name
-    local_kube.kubectl("delete", "pods", "--all", "-n", name, "--force", "--grace-period=0", "--wait=false", check=False)
+    force = ("--force", "--grace-period=0", "--wait=false")
+    local_kube.kubectl("delete", "pods", "--all", "-n", name, *force, check=False)
     nodes = [n for n in local_kube.kubectl("get", "nodes", "-o", "name").split() if n.startswith(f"node/{name}-")]
     if nodes:
         local_kube.kubectl("delete", *nodes, check=False)
