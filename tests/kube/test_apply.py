@@ -161,11 +161,12 @@ def resource_versions(kube: LocalKube, ns: str) -> dict[str, str]:
 
 
 def test_each_decision_kind_lands_on_the_server_and_applying_it_again_changes_nothing(
-    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str, apply_kubeconfig: Path
 ) -> None:
+    """Run with the RBAC of docs/apply-rbac.yaml only."""
     kube = local_kube
     cases = arrange(kube, ns)
-    with Services(kafka_bootstrap, kube.kubeconfig, tmp_path / "services") as services:
+    with Services(kafka_bootstrap, apply_kubeconfig, tmp_path / "services") as services:
         produce(services, tmp_path, list(cases.values()) * 2)  # the topic may repeat a decision
         run_apply(services)
         outcomes = {name: ledger(services)[d["id"]][0] for name, d in cases.items()}
