@@ -41,7 +41,7 @@ run: setup kafka-jars
 # A local kube-apiserver + kwok (built from Go modules on first use), Kafka, and watch -> worker ->
 # apply scheduling a few gangs live (ops/cluster_demo.py; docs/apply-and-shadow.md).
 .PHONY: cluster-demo
-cluster-demo: setup kafka-jars
+cluster-demo: setup kafka-jars kube-bin
 	$(PY) -m ops.cluster_demo
 
 lint: setup

@@ -136,6 +136,11 @@ def node(name: str, cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
     }  # fmt: skip
 
 
+def add_nodes(kube: LocalKube, *nodes: dict[str, Any]) -> None:
+    """Create kwok nodes (the local server has no NodeTaint admission: they are schedulable at once)."""
+    kube.kubectl("create", "-f", "-", input=manifest(*nodes))
+
+
 def queue(name: str = "default") -> dict[str, Any]:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
             "spec": {"weight": 1, "reclaimable": True}}  # fmt: skip
@@ -171,22 +176,22 @@ def manifest(*objects: dict[str, Any]) -> str:
 
 @contextlib.contextmanager
 def demo_stack(workdir: Path) -> Iterator[tuple[LocalKube, Services]]:
-    broker = LocalKafka(workdir / "kafka")
+    """The API server with kwok, Kafka (yours if SCHEDSTREAM_KAFKA_BOOTSTRAP is set) and the services."""
+    external = os.environ.get("SCHEDSTREAM_KAFKA_BOOTSTRAP")
+    broker = None if external else LocalKafka(workdir / "kafka")
     kube = LocalKube(workdir / "kube", kwok=True)
     try:
-        print("starting Kafka ...", flush=True)
-        bootstrap = broker.start()
-        print(
-            f"Kafka at {bootstrap}; starting etcd + kube-apiserver + kwok (the first run builds them) ...", flush=True
-        )
+        bootstrap = external or broker.start()  # type: ignore[union-attr]
+        print(f"Kafka at {bootstrap}; starting etcd, kube-apiserver, kwok (built on the first run)", flush=True)
         kubeconfig = kube.start()
-        print(f"API server at {kube.server} (kubeconfig {kubeconfig})", flush=True)
+        print(f"API server at {kube.server} ready in {kube.start_seconds:.1f} s (kubeconfig {kubeconfig})", flush=True)
         with Services(bootstrap, kubeconfig, workdir / "services") as services:
             yield kube, services
     finally:
         kube.stop()
-        broker.stop()
-        print("stopped: services, API server, kwok, etcd, Kafka", flush=True)
+        if broker is not None:
+            broker.stop()
+        print("stopped: the services, kwok, kube-apiserver, etcd" + ("" if external else ", Kafka"), flush=True)
 
 
 def show(kube: LocalKube) -> str:
@@ -214,7 +219,8 @@ def main() -> int:
         services.start_worker()
         services.start_apply()
         kube.kubectl("create", "namespace", "team-a")
-        kube.kubectl("apply", "-f", "-", input=manifest(*(node(f"kwok-{i}") for i in range(3)), queue()))
+        add_nodes(kube, *(node(f"kwok-{i}") for i in range(3)))
+        kube.kubectl("apply", "-f", "-", input=manifest(queue()))
         gangs = {"train": (3, "2"), "eval": (2, "1"), "huge": (2, "8")}  # huge never fits a 4-CPU node
         for name, (size, cpu) in gangs.items():
             # As Volcano's job controller: a PodGroup and its pods (annotation, schedulerName volcano).

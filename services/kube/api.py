@@ -54,7 +54,7 @@ class Rest:
         )
         data = await response.read()
         if not 200 <= response.status <= 299:
-            raise ApiException(status=response.status, reason=data.decode(errors="replace")[:500])
+            raise ApiException(status=response.status, reason=_message(data))
         return json.loads(data) if data else {}
 
     async def get(self, path: str) -> dict[str, Any] | None:
@@ -71,3 +71,13 @@ class Rest:
 
     async def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self.request("PUT", path, body)
+
+
+def _message(body: bytes) -> str:
+    """One line from an error answer: the Status object's message, else the start of the body."""
+    try:
+        message = json.loads(body).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    text = message if isinstance(message, str) else body.decode(errors="replace")[:300]
+    return " ".join(text.split())

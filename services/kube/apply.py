@@ -87,12 +87,23 @@ class Applier:
         while not self.stopping.is_set():
             try:
                 return await effects.apply(ctx, decision)
-            except (TimeoutError, ApiException, ClientError, OSError) as exc:
-                logger.warning("the API server failed, retrying", id=decision["id"], error=str(exc)[:300], delay=delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), delay)
-                delay = min(delay * 2, MAX_BACKOFF)
+            except ApiException as exc:
+                if effects.is_denied(exc):
+                    raise KubeError(
+                        f"permission denied ({exc.status}) applying {decision['kind']} to "
+                        f"{target_key(decision['target'])}: {exc.reason}; apply needs the RBAC of docs/apply-rbac.yaml"
+                    ) from None
+                delay = await self.back_off(decision, exc, delay)
+            except (TimeoutError, ClientError, OSError) as exc:
+                delay = await self.back_off(decision, exc, delay)
         return None
+
+    async def back_off(self, decision: Mapping[str, Any], exc: Exception, delay: float) -> float:
+        """Wait ``delay`` (less if stopping) after a transient failure; the next delay."""
+        logger.warning("the API server failed, retrying", id=decision["id"], error=str(exc)[:300], delay=delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), delay)
+        return min(delay * 2, MAX_BACKOFF)
 
     async def compare(self, decision: Mapping[str, Any]) -> None:
         """Dry run: what the cluster holds now for the decision's target, beside the decision."""

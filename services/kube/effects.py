@@ -66,6 +66,11 @@ def is_transient(exc: ApiException) -> bool:
     return exc.status in (0, 429, 500, 502, 503, 504)
 
 
+def is_denied(exc: ApiException) -> bool:
+    """Not a fact about the decision but about the applier's credentials: it must stop, not skip."""
+    return exc.status in (401, 403)
+
+
 async def apply(ctx: Context, decision: Mapping[str, Any]) -> Result:
     """Act on one decision (a transient API error propagates, so the caller retries it)."""
     effect = EFFECTS.get(decision["kind"])
@@ -76,7 +81,7 @@ async def apply(ctx: Context, decision: Mapping[str, Any]) -> Result:
             return await effect(ctx, decision)
         except ApiException as exc:
             if exc.status != 409:
-                if is_transient(exc):
+                if is_transient(exc) or is_denied(exc):
                     raise
                 return Result(Outcome.FAILED, f"HTTP {exc.status}: {exc.reason}")
     return Result(Outcome.STALE, f"the object kept changing ({CONFLICT_RETRIES} write conflicts)")

@@ -14,13 +14,13 @@ topic or files) to its end, and ``schedstream apply --dry-run`` reads each objec
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
-from aiokafka.structs import TopicPartition
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 # Decision kind -> the aspect of the object it decides.
@@ -172,20 +172,20 @@ def _why_unbound(pod: Mapping[str, Any], key: tuple[str, str, str, str], last: M
     return f"gang {group}: {ours(decision).reason}" if decision else "no decision"
 
 
-async def read_topic(bootstrap: str, topic: str) -> list[dict[str, Any]]:
+async def read_topic(bootstrap: str, topic: str, wait: float = 10) -> list[dict[str, Any]]:
     """Every JSON message the topic holds now (up to its end offsets at the start), partition by
-    partition; a message that is not a JSON object is left out (the worker's DLQ has those)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    partition; a message that is not a JSON object is left out (the worker's DLQ has those). A topic
+    that does not exist yet reads as empty."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                auto_offset_reset="earliest")  # fmt: skip
     await consumer.start()
     out: list[dict[str, Any]] = []
     try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        if not partitions:
-            await consumer.topics()  # refresh the metadata once: the topic may be new to this client
-            partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        ends = await consumer.end_offsets(partitions)
+        deadline = asyncio.get_running_loop().time() + wait
+        while not consumer.assignment() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)  # without a group, every partition is assigned once metadata is in
+        partitions = sorted(consumer.assignment())
+        ends = await consumer.end_offsets(partitions) if partitions else {}
         for tp in partitions:
             while await consumer.position(tp) < ends[tp]:
                 batch = await consumer.getmany(tp, timeout_ms=1000)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, inspect, select
 
-from ops.cluster_demo import Services, gang_pod, manifest, node, pod_group, queue, wait_for
+from ops.cluster_demo import Services, add_nodes, gang_pod, manifest, node, pod_group, queue, wait_for
 from ops.local_kube import LocalKube
 from services.kube.ledger import applied
 
@@ -161,13 +161,12 @@ def resource_versions(kube: LocalKube, ns: str) -> dict[str, str]:
 
 
 def test_each_decision_kind_lands_on_the_server_and_applying_it_again_changes_nothing(
-    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str, apply_kubeconfig: Path
 ) -> None:
-    ns = f"apply-{uuid.uuid4().hex[:6]}"
+    """Run with the RBAC of docs/apply-rbac.yaml only."""
     kube = local_kube
-    kube.kubectl("create", "namespace", ns)
     cases = arrange(kube, ns)
-    with Services(kafka_bootstrap, kube.kubeconfig, tmp_path / "services") as services:
+    with Services(kafka_bootstrap, apply_kubeconfig, tmp_path / "services") as services:
         produce(services, tmp_path, list(cases.values()) * 2)  # the topic may repeat a decision
         run_apply(services)
         outcomes = {name: ledger(services)[d["id"]][0] for name, d in cases.items()}
@@ -238,11 +237,9 @@ def test_each_decision_kind_lands_on_the_server_and_applying_it_again_changes_no
 
 
 def test_an_applier_killed_mid_stream_applies_every_decision_exactly_once_in_effect(
-    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str
 ) -> None:
-    ns = f"kill-{uuid.uuid4().hex[:6]}"
     kube = local_kube
-    kube.kubectl("create", "namespace", ns)
     nodes = [f"{ns}-n{i}" for i in range(4)]
     create(kube, *(node(n) for n in nodes))
     count = 120
@@ -277,3 +274,23 @@ def test_an_applier_killed_mid_stream_applies_every_decision_exactly_once_in_eff
     events = [e for e in get(kube, "events", "-n", ns)["items"] if e["reason"] == "Refused"]
     assert sorted(e["involvedObject"]["name"] for e in events) == sorted(d["target"]["name"] for d in rejects)
     assert all(e["count"] == 1 for e in events)
+
+
+def test_an_applier_without_permission_stops_with_one_line_and_skips_nothing(
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str
+) -> None:
+    """A 403 is about the applier's credentials, not the decision: recording it as done would lose it."""
+    kube = local_kube
+    add_nodes(kube, node(f"{ns}-n1"))
+    create(kube, gang_pod("p", ns, "g", "1"))
+    with Services(kafka_bootstrap, kube.nobody_kubeconfig, tmp_path / "services") as services:
+        produce(services, tmp_path, [decision("Bind", get(kube, "pod", "-n", ns, "p"), "Scheduled", node=f"{ns}-n1")])
+        proc = services.start_apply("--exit-when-idle", "3")
+        assert proc.wait(120) == 1
+        services.procs.pop("apply")
+    output = services.log("apply").read_text()
+    assert "Traceback" not in output
+    assert output.splitlines()[-1].startswith(f"Error: permission denied (403) applying Bind to Pod/{ns}/p: ")
+    assert output.splitlines()[-1].endswith("apply needs the RBAC of docs/apply-rbac.yaml")
+    assert ledger(services) == {}
+    assert "nodeName" not in get(kube, "pod", "-n", ns, "p")["spec"]

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import create_engine, inspect, select
 
-from ops.cluster_demo import Services, gang_pod, manifest, node, pod_group, queue, wait_for
+from ops.cluster_demo import Services, add_nodes, gang_pod, manifest, node, pod_group, queue, wait_for
 from ops.local_kube import LocalKube
 from services.store.tables import decisions, events
 from tests.kube.test_apply import bind, get, ledger
@@ -36,26 +35,18 @@ def chain(local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path) -> Iterat
         yield services
 
 
-def namespace(kube: LocalKube, prefix: str) -> str:
-    ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    kube.kubectl("create", "namespace", ns)
-    return ns
-
-
 def status(kube: LocalKube, kind: str, ns: str, name: str) -> dict[str, Any]:
     obj = json.loads(kube.kubectl("get", kind, "-n", ns, name, "-o", "json", "--ignore-not-found") or "{}")
     return obj.get("status") or {}
 
 
 def test_a_gang_is_bound_by_apply_run_by_kwok_and_its_podgroup_reads_running(
-    local_kube: LocalKube, chain: Services
+    local_kube: LocalKube, chain: Services, ns: str
 ) -> None:
     kube = local_kube
-    ns = namespace(kube, "gang")
     pods = [gang_pod(f"train-{i}", ns, "train", "2") for i in range(3)]
-    kube.kubectl(
-        "create", "-f", "-", input=manifest(node(f"{ns}-a"), node(f"{ns}-b"), pod_group("train", ns, 3), *pods)
-    )
+    add_nodes(kube, node(f"{ns}-a"), node(f"{ns}-b"))
+    kube.kubectl("create", "-f", "-", input=manifest(pod_group("train", ns, 3), *pods))
 
     def running() -> list[dict[str, Any]] | None:
         items = get(kube, "pods", "-n", ns)["items"]
@@ -71,12 +62,12 @@ def test_a_gang_is_bound_by_apply_run_by_kwok_and_its_podgroup_reads_running(
 
 
 def test_a_gang_that_does_not_fit_carries_the_unschedulable_reason_on_the_server(
-    local_kube: LocalKube, chain: Services
+    local_kube: LocalKube, chain: Services, ns: str
 ) -> None:
     kube = local_kube
-    ns = namespace(kube, "unfit")
     pods = [gang_pod(f"huge-{i}", ns, "huge", "64") for i in range(2)]
-    kube.kubectl("create", "-f", "-", input=manifest(node(f"{ns}-a"), pod_group("huge", ns, 2), *pods))
+    add_nodes(kube, node(f"{ns}-a"))
+    kube.kubectl("create", "-f", "-", input=manifest(pod_group("huge", ns, 2), *pods))
 
     def unschedulable() -> dict[str, Any] | None:
         conds = status(kube, "podgroup", ns, "huge").get("conditions") or []
@@ -97,7 +88,8 @@ def stored(services: Services, table: Any, *where: Any) -> list[Any]:
     """Rows of the worker's store (its events and decisions, with their seq)."""
     engine = create_engine(services.env["SCHEDSTREAM_DB_URL"])
     with engine.connect() as conn:
-        rows = conn.execute(select(table).where(*where)).all()
+        exists = inspect(conn).has_table(table.name)  # not before the worker's first moments
+        rows = conn.execute(select(table).where(*where)).all() if exists else []
     engine.dispose()
     return list(rows)
 
@@ -117,13 +109,12 @@ def podgroup_decisions_after(services: Services, ns: str, seq: int) -> list[str]
 
 @pytest.mark.parametrize("pods_first", [True, False], ids=["pods before the PodGroup", "PodGroup before the pods"])
 def test_a_podgroup_gets_no_status_write_once_its_pods_are_gone(
-    local_kube: LocalKube, chain: Services, pods_first: bool
+    local_kube: LocalKube, chain: Services, ns: str, pods_first: bool
 ) -> None:
     """SEEDS S1 on the server. A Volcano Job's cascade deletion, played in either order (no garbage
     collector runs here): no status decision for the PodGroup from any event after its last pod's
     DELETED, and, while it outlives its pods, its resourceVersion does not move."""
     kube = local_kube
-    ns = namespace(kube, "s1")
     job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": ns},
            "spec": {"minAvailable": 2, "schedulerName": "volcano", "queue": "default", "tasks": []}}  # fmt: skip
     kube.kubectl("create", "-f", "-", input=manifest(job))
@@ -133,7 +124,8 @@ def test_a_podgroup_gets_no_status_write_once_its_pods_are_gone(
     pods = [gang_pod(f"j-{i}", ns, "j", "1") for i in range(2)] + [gang_pod("j-big", ns, "j", "64")]
     for obj in (group, *pods):
         obj["metadata"]["ownerReferences"] = [owner]
-    kube.kubectl("create", "-f", "-", input=manifest(node(f"{ns}-a"), group, *pods))
+    add_nodes(kube, node(f"{ns}-a"))
+    kube.kubectl("create", "-f", "-", input=manifest(group, *pods))
     wait_for("the gang Running", lambda: status(kube, "podgroup", ns, "j").get("phase") == "Running")
     names = [p["metadata"]["name"] for p in pods]
 
@@ -156,9 +148,10 @@ def test_a_podgroup_gets_no_status_write_once_its_pods_are_gone(
     assert podgroup_decisions_after(chain, ns, last_pod) == []
 
 
-def test_a_kueue_workload_admission_lands_in_its_status_on_the_server(local_kube: LocalKube, chain: Services) -> None:
+def test_a_kueue_workload_admission_lands_in_its_status_on_the_server(
+    local_kube: LocalKube, chain: Services, ns: str
+) -> None:
     kube = local_kube
-    ns = namespace(kube, "kueue")
     cq = f"{ns}-cq"
     objects = [
         {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"{ns}-flavor"}, "spec": {}},
@@ -191,12 +184,11 @@ def test_a_kueue_workload_admission_lands_in_its_status_on_the_server(local_kube
 
 
 def test_shadow_reports_where_the_clusters_own_scheduler_agreed_and_where_it_did_not(
-    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path
+    local_kube: LocalKube, kafka_bootstrap: str, tmp_path: Path, ns: str
 ) -> None:
     """No apply: the test is the cluster's scheduler. It binds two pods where we would, one
     elsewhere, and leaves one unbound with kube-scheduler's condition."""
     kube = local_kube
-    ns = namespace(kube, "shadow")
     nodes = [node(f"{ns}-{x}") for x in "ab"]
     for n in nodes:
         n["metadata"]["labels"]["shadow"] = ns
@@ -209,7 +201,8 @@ def test_shadow_reports_where_the_clusters_own_scheduler_agreed_and_where_it_did
     with Services(kafka_bootstrap, kube.kubeconfig, tmp_path / "services") as services:
         services.start_watch()
         services.start("worker", "--config", str(config))
-        kube.kubectl("create", "-f", "-", input=manifest(*nodes, *pods))
+        add_nodes(kube, *nodes)
+        kube.kubectl("create", "-f", "-", input=manifest(*pods))
         ours = wait_for("our four binds", lambda: binds(services, ns) if len(binds(services, ns)) == 4 else None)
         other = {f"{ns}-a": f"{ns}-b", f"{ns}-b": f"{ns}-a"}
         bind(kube, ns, "p0", ours["p0"])
@@ -226,6 +219,12 @@ def test_shadow_reports_where_the_clusters_own_scheduler_agreed_and_where_it_did
             return got if got["compared"] == 4 and len(got["differences"]) == 2 else None
 
         got = wait_for("the cluster's binds in the watch stream", report, every=1)
+        dry_run = services.schedstream("apply", "--kubeconfig", str(kube.kubeconfig), "--config", str(config),
+                                       "--dry-run", "--exit-when-idle", "3")  # fmt: skip
+    # apply --dry-run reads each object live, and writes nothing: the same verdicts.
+    assert dry_run.splitlines()[0] == "shadow: 4 compared, 2 agree (50.0%)"
+    assert sorted(line.split()[2] for line in dry_run.splitlines()[1:]) == [f"{ns}/p2", f"{ns}/p3"]
+    assert "nodeName" not in get(kube, "pod", "-n", ns, "p3")["spec"]
     assert (got["compared"], got["agreed"], got["rate"]) == (4, 2, 0.5)
     differences = {d["target"]: (d["ours"], d["theirs"]) for d in got["differences"]}
     assert differences == {
