@@ -4,7 +4,7 @@ faults injected at seeded moments, and every run compared with `replay` of the s
     .venv/bin/python -m tests.faults.suite --full [--seed N]    # make faults: 100k+ events, 20 kills
     .venv/bin/python -m tests.faults.suite [--seed N]           # the short version (also in make test)
 
-A scenario produces one stream (four clusters, poison lines, a flood of bad lines, a 1.4 MB
+A scenario produces one stream (4 or 16 clusters, poison lines, a flood of bad lines, a 1.4 MB
 object, a 1.9 MB bad line and a 3 MB line) into fresh topics, runs workers under a supervisor
 that restarts any that die (as Kubernetes would), while an injector thread works through the
 scenario's faults. Then it counts, against the replay: decisions expected, stored, published,
@@ -51,7 +51,6 @@ from tests.streams import Shape, synthetic_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
-CLUSTERS = 4
 IDLE = "3"  # --exit-when-idle of every worker
 
 
@@ -59,15 +58,16 @@ IDLE = "3"  # --exit-when-idle of every worker
 class Size:
     """How big a run is: the short one runs in `make test`, the full one in `make faults`."""
 
-    gangs: int  # per cluster; ~9 events a gang
+    clusters: int
+    gangs: int  # per cluster; ~9 events a gang (a cluster's cost grows faster than its length)
     flood: int  # bad lines in one burst
     kills: int
     outage: float  # seconds the broker or PostgreSQL is away
     timeout: float  # for one scenario
 
 
-SHORT = Size(gangs=550, flood=10_000, kills=5, outage=10, timeout=900)
-FULL = Size(gangs=2_800, flood=10_000, kills=20, outage=30, timeout=2_400)
+SHORT = Size(clusters=4, gangs=550, flood=10_000, kills=5, outage=10, timeout=900)
+FULL = Size(clusters=16, gangs=700, flood=10_000, kills=20, outage=30, timeout=3_600)
 
 
 @dataclass(frozen=True)
@@ -116,14 +116,14 @@ def _pod_line(cluster: str, name: str, *, cpu: str, annotation: int) -> str:
 
 def build_stream(path: Path, size: Size) -> int:
     """Write the scenario stream; returns its line count."""
-    streams = [synthetic_stream(f"c{i}", Shape(nodes=30, gangs=size.gangs)) for i in range(CLUSTERS)]
+    streams = [synthetic_stream(f"c{i}", Shape(nodes=30, gangs=size.gangs)) for i in range(size.clusters)]
     lines = [line for group in itertools.zip_longest(*streams) for line in group if line]
     bad = [line.decode(errors="replace") if b"\n" not in line else "{" for _, line in NASTY]
     step = max(1, len(lines) // (len(bad) + 1))
     for n, line in enumerate(bad, start=1):
         lines.insert(n * step + n, line)
     middle = len(lines) // 2
-    flood = [f'{{"type": "ADDED", "cluster": "c{n % CLUSTERS}", "object": {{"kind": {n}}}}}' for n in range(size.flood)]
+    flood = [f'{{"type": "ADDED", "cluster": "c{n % 4}", "object": {{"kind": {n}}}}}' for n in range(size.flood)]
     lines[middle:middle] = flood
     # A 1.4 MB object passes end to end (c0 has free nodes at its start); a 1.9 MB bad line is a
     # reject whose DLQ record is capped; a 3 MB line is over the message limit: produce sends it
