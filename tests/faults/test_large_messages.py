@@ -34,7 +34,7 @@ def _big_pod(name: str, blob: int) -> str:
         "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
         "status": {"phase": "Pending"},
     }
-    return json.dumps({"type": "ADDED", "object": obj})
+    return json.dumps({"type": "ADDED", "cluster": "c1", "object": obj})
 
 
 @pytest.mark.kafka
