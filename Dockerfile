@@ -22,5 +22,7 @@ RUN pip install /src && rm -rf /src
 
 USER schedstream
 WORKDIR /var/lib/schedstream
+# The worker's /metrics, /healthz, /readyz and status page, with SCHEDSTREAM_METRICS_ADDR=0.0.0.0:9090.
+EXPOSE 9090
 ENTRYPOINT ["schedstream"]
 CMD ["--help"]

@@ -60,6 +60,7 @@ faults: setup kafka-jars
 bench: setup
 	$(PY) -m bench.run
 	$(PY) -m bench.kueue --scale 1.0
+	$(PY) -m bench.observe
 
 clean:
 	rm -rf .local .schedstream schedstream.db .pytest_cache .ruff_cache .hypothesis

@@ -147,7 +147,7 @@ def refused_logins() -> Iterator[list[BaseException]]:
     gives up with a bare connection error; the caller names the credentials instead. Every other
     record of aiokafka's goes to the log as usual."""
     refusals = _RefusedLogins()
-    logger = logging.getLogger("aiokafka.client")
+    logger = logging.getLogger("aiokafka")  # the logger of aiokafka's client module
     logger.addFilter(refusals)
     try:
         yield refusals.errors

@@ -93,14 +93,22 @@ class WorkerMetrics:
             if any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in conditions):
                 self.attempts.labels("unschedulable").inc()
         elif decision.kind is DecisionKind.WORKLOAD_STATUS:
-            conditions = {c.get("type"): c.get("status") for c in decision.fields.get("conditions") or ()}
-            if conditions.get("QuotaReserved") == "True":
-                self.admission.labels("success", ROLE).inc()
-            elif conditions.get("QuotaReserved") == "False":
-                self.admission.labels("inadmissible", ROLE).inc()
-            admission = decision.fields.get("admission") or {}
-            if conditions.get("Admitted") == "True" and admission:
-                self.admitted.labels(str(admission.get("clusterQueue", "")), ROLE).inc()
+            self._admission(decision)
+
+    def _admission(self, decision: Decision) -> None:
+        """By the decision's reason: Kueue's cycle reserves quota ("QuotaReserved", admitted at
+        once without admission checks), the checks admit later ("Admitted", with their states),
+        or it cannot admit ("Pending", "Inadmissible")."""
+        admitted = any(c.get("type") == "Admitted" and c.get("status") == "True"
+                       for c in decision.fields.get("conditions") or ())  # fmt: skip
+        if decision.reason == "QuotaReserved":
+            self.admission.labels("success", ROLE).inc()
+        elif decision.reason in ("Pending", "Inadmissible"):
+            self.admission.labels("inadmissible", ROLE).inc()
+        checks_admit = decision.reason == "Admitted" and "admissionChecks" in decision.fields
+        if admitted and (decision.reason == "QuotaReserved" or checks_admit):
+            queue = (decision.fields.get("admission") or {}).get("clusterQueue", "")
+            self.admitted.labels(str(queue), ROLE).inc()
 
 
 def _per_resource(amounts: dict[str, int]) -> Iterator[tuple[str, str, float]]:

@@ -21,7 +21,9 @@ from services.observe.server import make_app, parse_addr
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "volcano-gang.jsonl"
-KUEUE_FULL = ROOT / "tests" / "scenarios" / "kueue-port" / "001-single-cluster-queue-full" / "events.jsonl"
+KUEUE_PORT = ROOT / "tests" / "scenarios" / "kueue-port"
+KUEUE_FULL = KUEUE_PORT / "001-single-cluster-queue-full" / "events.jsonl"
+KUEUE_ADMITS = KUEUE_PORT / "002-admit-in-different-cohorts" / "events.jsonl"
 GANG_WAITS_AT = 25  # the example's first lines: team-a's gang runs, team-b's eval gang waits for GPUs
 
 
@@ -74,6 +76,15 @@ def test_kueue_metrics_show_usage_against_quota_and_the_inadmissible_workload() 
     assert got[("kueue_pending_workloads", (*pending, ("status", "active")))] == 0
     assert got[("kueue_admitted_active_workloads", pending)] == 1
     assert got[("kueue_admission_attempts_total", (("replica_role", "standalone"), ("result", "inadmissible")))] == 1
+
+
+def test_kueue_admissions_are_counted_per_cluster_queue() -> None:
+    got = samples(observed(KUEUE_ADMITS.read_bytes().splitlines()))
+    role = ("replica_role", "standalone")
+    assert got[("kueue_admission_attempts_total", (role, ("result", "success")))] == 2
+    for queue in ("sales", "eng-alpha"):
+        assert got[("kueue_admitted_workloads_total", (("cluster_queue", queue), role))] == 1
+        assert got[("kueue_admitted_active_workloads", (("cluster", "c1"), ("cluster_queue", queue), role))] == 1
 
 
 def test_the_status_page_lists_queues_the_waiting_gang_with_its_reason_and_recent_decisions() -> None:
