@@ -36,9 +36,10 @@ lint: setup
 test: setup kafka-jars lint
 	$(PY) -m pytest
 
-bench: setup
+bench: setup kafka-jars
 	$(PY) -m bench.run
 	$(PY) -m bench.kueue --scale 1.0
+	$(PY) -m bench.speed
 
 clean:
 	rm -rf .local .schedstream schedstream.db .pytest_cache .ruff_cache .hypothesis
