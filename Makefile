@@ -57,10 +57,11 @@ test: setup kafka-jars kube-bin tools lint
 faults: setup kafka-jars
 	$(PY) -m tests.faults.suite --full $(if $(SEED),--seed $(SEED))
 
-bench: setup
+bench: setup kafka-jars
 	$(PY) -m bench.run
 	$(PY) -m bench.kueue --scale 1.0
 	$(PY) -m bench.observe
+	$(PY) -m bench.speed
 
 clean:
 	rm -rf .local .schedstream schedstream.db .pytest_cache .ruff_cache .hypothesis

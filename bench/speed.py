@@ -118,7 +118,7 @@ class Run:
             "SCHEDSTREAM_DATA_DIR": str(workdir / f"worker-{tag}"),
             "SCHEDSTREAM_PARTITIONS": str(PARTITIONS),
             "SCHEDSTREAM_LOG_FORMAT": "json",
-            "SCHEDSTREAM_LOG_LEVEL": "warning",
+            "SCHEDSTREAM_LOG_LEVEL": "info",
         }
         self.log = workdir / f"worker-{tag}.log"
 
@@ -193,20 +193,39 @@ def worker_rate(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path) 
     return len(lines) / max(busy[0] - idle[0], 1e-9), len(lines) / bare[0]
 
 
+def _wait_for(path: Path, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{path.name} never said {text!r} in {timeout:.0f} s")
+
+
 def latencies(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path, *, rate: float, seconds: float) -> dict:
     """Marker -> first decision of its seq on the decisions topic, and the passthrough's marker
-    send -> receive, each at ``rate`` events/s over the first ``rate * seconds`` lines."""
-    part = lines[: int(rate * seconds)]
-    markers = dict(_markers(part))
+    send -> receive, each at ``rate`` events/s over ``rate * seconds`` lines. The worker is warmed
+    first: the lines before the window (the nodes, the first pods) go in at full speed, and the
+    window starts once their last marker has its decisions on the topic."""
+    warm = min(len(lines) // 2, 3000)
+    part = lines[warm : warm + int(rate * seconds)]
+    markers = {i - warm: seq for i, seq in _markers(lines[: warm + len(part)]) if i >= warm}
+    last_warm = max((seq for i, seq in _markers(lines[:warm])), default=None)
     out: dict[str, list[float]] = {}
     run = Run(bootstrap, db_url, workdir)
     asyncio.run(ensure_topics(bootstrap, [run.events, f"{run.events}.dlq", run.decisions], PARTITIONS))
     worker = run.worker()
     try:
-        time.sleep(8)  # start-up and the group's first assignment
+        _wait_for(run.log, "partitions assigned", 300)
+        asyncio.run(_send(bootstrap, run.events, lines[:warm], None))
+        deadline = time.monotonic() + 300
+        while last_warm is not None and time.monotonic() < deadline:
+            got = asyncio.run(_receive(bootstrap, run.decisions, time.perf_counter() + 2))
+            if any(json.loads(value)["seq"] >= last_warm for _, value in got):
+                break
 
         async def both() -> tuple[list[float], list[tuple[float, bytes]]]:
-            until = time.perf_counter() + seconds + 10
+            until = time.perf_counter() + seconds + 15
             return await asyncio.gather(
                 _send(bootstrap, run.events, part, rate), _receive(bootstrap, run.decisions, until)
             )
@@ -227,7 +246,7 @@ def latencies(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path, *,
         time.sleep(3)  # its start-up
 
         async def passthrough() -> tuple[list[float], list[tuple[float, bytes]]]:
-            until = time.perf_counter() + seconds + 10
+            until = time.perf_counter() + seconds + 15
             return await asyncio.gather(
                 _send(bootstrap, bare_run.events, part, rate), _receive(bootstrap, bare_run.sink, until, len(part))
             )
@@ -333,7 +352,10 @@ def broker(workdir: Path) -> Iterator[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip", default="", help="comma-separated rows to leave out")
-    skip = set(parser.parse_args().skip.split(","))
+    parser.add_argument("--rates", default="100,2000", help="events/s of the latency rows (30 s and 15 s of events)")
+    args = parser.parse_args()
+    skip = set(args.skip.split(","))
+    rates = [int(rate) for rate in args.rates.split(",")]
     name, lines = openb_stream()
     print(f"stream: {name}: {len(lines):,} events, {len(_markers(lines)):,} SCHEDULE markers\n")
     print(f"{'measure':<58} {'ours':>14} {'baseline':>14} {'ratio':>7}")
@@ -363,7 +385,8 @@ def main() -> None:
                             row(f"worker ({store_name}), events/CPU-s (baseline passthrough)", f"{ours:,.0f}",
                                 f"{base:,.0f}", ours / base)  # fmt: skip
                     if "latency" not in skip:
-                        for rate, seconds in ((100, 30), (2000, 15)):
+                        for rate in rates:
+                            seconds = 30 if rate <= 500 else 15
                             url = f"sqlite:///{work / f'l-{rate}.db'}"
                             lat = latencies(bootstrap, url, lines, work, rate=rate, seconds=seconds)
                             (w50, w99, wn), (p50, p99, _) = lat["worker"], lat["passthrough"]
