@@ -108,7 +108,7 @@ def test_the_example_stream_gives_the_decisions_of_replay_on_the_topic_and_in_th
     deployment.run_worker_until_idle()
 
     expected = replay_lines(EXAMPLE, tmp_path)
-    assert len(expected) == 13
+    assert len(expected) == 14
     assert deployment.topic(deployment.decisions_topic) == expected
     assert [line.encode() for line in Store(worker_db).decisions()] == expected
 

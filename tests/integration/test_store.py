@@ -84,7 +84,7 @@ def test_redelivered_messages_are_skipped_and_nothing_is_duplicated(store: Store
     again = Pipeline(SchedulerConfig(), store, consumer="g", clocks={"c1": CLOCK_STREAM}).process(records)
     assert again.skipped == len(lines)
     assert again.decisions == [] and again.rejects == []
-    assert store.count("decisions") == len(first.decisions) == 13
+    assert store.count("decisions") == len(first.decisions) == 14
     assert store.count("events") == len(lines) - 1
     assert store.rejects() == [("t[0]@17", first.rejects[0].reason)]
     assert store.progress("g") == {("t", 0): len(lines) - 1}
