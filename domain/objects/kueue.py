@@ -212,6 +212,13 @@ class WorkloadStatus(Struct, rename="camel", frozen=True, kw_only=True):
     admission_checks: list[dict[str, Any]] = []
     requeue_state: dict[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        # The admission stays in its JSON form (it is written back as it is read); its one list
+        # is checked here, so the code that walks it never meets a null or a scalar there.
+        assignments = (self.admission or {}).get("podSetAssignments", [])
+        if not isinstance(assignments, list) or not all(isinstance(a, dict) for a in assignments):
+            raise ValueError("status.admission.podSetAssignments must be a list of objects")
+
 
 class Workload(Struct, rename="camel", frozen=True, kw_only=True):
     api_version: str
