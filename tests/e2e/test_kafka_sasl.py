@@ -68,7 +68,7 @@ def test_a_wrong_password_is_refused(sasl_broker: LocalKafka, tmp_path: Path) ->
     )  # fmt: skip
     assert run.returncode == 1
     assert (
-        run.stderr.startswith("Error: Kafka at 127.0.0.1:")
+        run.stderr.startswith("schedstream produce: error: Kafka at 127.0.0.1:")
         and "refused the SCHEDSTREAM_KAFKA_SASL_* credentials" in run.stderr
     )
     assert run.stderr.count("\n") == 1, run.stderr
