@@ -30,10 +30,18 @@ READ_SIZE = 1 << 16
 
 
 @asynccontextmanager
-async def events_producer(bootstrap: str, topic: str, partitions: int) -> AsyncIterator[AIOKafkaProducer]:
+async def events_producer(
+    bootstrap: str, topic: str, partitions: int, *, max_batch_size: int = 16384
+) -> AsyncIterator[AIOKafkaProducer]:
     """An idempotent producer (acks=all) for the events topic, which is created if missing."""
     await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], partitions)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=5)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        enable_idempotence=True,
+        acks="all",
+        linger_ms=5,
+        max_batch_size=max_batch_size,
+    )
     await producer.start()
     try:
         yield producer
