@@ -7,12 +7,12 @@ It starts a local broker and API server with kwok (ops/), creates ``--nodes`` kw
   written to Kafka with acks=all, until the topic holds them all (lines/s);
 * the baseline, ``kubectl get --raw '/api/v1/{nodes,pods}?watch=1'`` into a pipe: the same
   objects as the initial events of a watch, printed and nothing more (lines/s);
-* a live phase: the pods are labelled (one MODIFIED each) while the watcher runs, and the time
-  from the first label to the last line in Kafka, beside ``kubectl get --raw ...?watch=1``
-  receiving the same events.
+* a live phase: ``--live`` pods are labelled (one MODIFIED each, at kubectl's pace) while the
+  watcher runs, and the time from the first label to the last line in Kafka, beside
+  ``kubectl get --raw ...?watch=1`` receiving the same events.
 
 ``--rebuild`` first relinks every binary from the Go build cache and prints each build time.
-Run: ``python -m bench.watch [--nodes 1000] [--pods 10000] [--rebuild]``.
+Run: ``python -m bench.watch [--nodes 1000] [--pods 10000] [--live 1000] [--rebuild]``.
 """
 
 from __future__ import annotations
@@ -173,12 +173,12 @@ def _initial_sync(kube: LocalKube, bootstrap: str, work: Path, nodes: int, pods:
     return watcher
 
 
-def _live(kube: LocalKube, bootstrap: str, pods: int) -> None:
-    """Label every pod while the watcher and a kubectl watch run; print when each saw the last one."""
+def _live(kube: LocalKube, bootstrap: str, existing: int, pods: int) -> None:
+    """Label ``pods`` pods while the watcher and a kubectl watch run; print when each saw the last one."""
     before = asyncio.run(_end_offset(bootstrap, "bench-watch"))
     baseline_watch = _kubectl_watch(kube, "pods")
     assert baseline_watch.stdout is not None
-    for _ in range(pods):  # its initial events
+    for _ in range(existing):  # its initial events
         baseline_watch.stdout.readline()
     began = time.monotonic()
     with ThreadPoolExecutor(1) as pool:
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.watch", description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--live", type=int, default=1000, help="pods labelled in the live phase (kubectl's pace)")
     parser.add_argument("--rebuild", action="store_true", help="relink the binaries from the Go cache first")
     args = parser.parse_args(argv)
 
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"created {args.nodes} nodes and {args.pods} pods in {created:.1f} s", flush=True)
             watcher = _initial_sync(kube, kafka.bootstrap, work, args.nodes, args.pods)
             try:
-                _live(kube, kafka.bootstrap, args.pods)
+                _live(kube, kafka.bootstrap, args.pods, min(args.live, args.pods))
             finally:
                 watcher.send_signal(signal.SIGTERM)
                 watcher.wait(timeout=60)

@@ -41,7 +41,12 @@ class Produced:
 
 @asynccontextmanager
 async def events_producer(
-    bootstrap: str, topic: str, partitions: int, security: KafkaSecurity = PLAINTEXT
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    security: KafkaSecurity = PLAINTEXT,
+    *,
+    max_batch_size: int = 16384,
 ) -> AsyncIterator[AIOKafkaProducer]:
     """An idempotent producer (acks=all) for the events topic, which is created if missing."""
     await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], partitions, security)
@@ -51,6 +56,7 @@ async def events_producer(
         acks="all",
         linger_ms=5,
         max_request_size=MESSAGE_LIMIT,
+        max_batch_size=max_batch_size,
         **security.client_options(),
     )
     await producer.start()
