@@ -464,11 +464,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="100k+ events, 20 kills, every fault")
     parser.add_argument("--seed", type=int, default=None, help="seed of the fault moments (default: random, printed)")
+    parser.add_argument("--single", action="store_true", help="only the run with every fault and two workers")
     parser.add_argument("--dir", type=Path, default=ROOT / ".local" / "faults")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
     size = FULL if args.full else SHORT
-    chosen = scenarios(size) if args.full else short_scenarios(size)
+    chosen = scenarios(size)[:1] if args.single else scenarios(size) if args.full else short_scenarios(size)
     shutil.rmtree(args.dir, ignore_errors=True)
     outcomes = run_suite(args.dir, size, chosen, seed, lambda text: print(text, flush=True))
     return 0 if all(o.ok for o in outcomes) else 1
