@@ -16,10 +16,13 @@ decisions are those of the placements it leaves to the other jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from domain import quantity
 from domain.quantity import ResourceList
+from domain.scheduler.extension_points import Vote
 from domain.scheduler.predicates import fit_failures
-from domain.scheduler.session import Session
+from domain.scheduler.session import Key, Session
 from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo
 from domain.scheduler.statement import Statement
 
@@ -58,3 +61,11 @@ def hold(session: Session, job: JobInfo) -> list[str]:
         statement.hold(task, best.name)
         held.append(best.name)
     return held
+
+
+def register(session: Session, plugin: str, order: Callable[[JobInfo], Key], permit: Callable[[JobInfo], Vote]) -> None:
+    """A waiting-bound plugin's callbacks: its job order, and ``permit`` (Permit for a job past
+    its bound, else Abstain) at both JobEnqueueable (enqueued at once) and JobPipelined (holds room)."""
+    session.add_job_order(plugin, order)
+    session.add_job_enqueueable(plugin, lambda job: (permit(job), None))
+    session.add_job_pipelined(plugin, permit)

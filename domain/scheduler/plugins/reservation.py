@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
-from domain.reasons import Verdict
+from domain.scheduler import held_room
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import JobInfo, Snapshot
@@ -56,11 +56,6 @@ def build(options: Mapping[str, object]) -> Plugin:
         def pipelined(job: JobInfo) -> Vote:
             return Vote.PERMIT if job.key == chosen else Vote.ABSTAIN
 
-        def enqueueable(job: JobInfo) -> tuple[Vote, Verdict | None]:
-            return pipelined(job), None
-
-        session.add_job_order(NAME, order)
-        session.add_job_enqueueable(NAME, enqueueable)
-        session.add_job_pipelined(NAME, pipelined)
+        held_room.register(session, NAME, order, pipelined)
 
     return Plugin(NAME, on_open)

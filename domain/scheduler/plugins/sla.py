@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from domain.durations import positive_seconds
-from domain.reasons import Verdict
+from domain.scheduler import held_room
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import JobInfo
@@ -45,11 +45,6 @@ def build(options: Mapping[str, object]) -> Plugin:
             wait = waiting_time(job, default)
             return Vote.PERMIT if wait is not None and now - job.created >= wait else Vote.ABSTAIN
 
-        def enqueueable(job: JobInfo) -> tuple[Vote, Verdict | None]:
-            return past(job), None
-
-        session.add_job_order(NAME, order)
-        session.add_job_enqueueable(NAME, enqueueable)
-        session.add_job_pipelined(NAME, past)
+        held_room.register(session, NAME, order, past)
 
     return Plugin(NAME, on_open)
