@@ -102,5 +102,7 @@ def test_the_worker_without_its_database_prints_one_line_and_exits_1(tmp_path: P
     result = subprocess.run([SCHEDSTREAM, "worker"], check=False, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if not line.startswith("{")]  # JSON lines: the retries
-    assert len(errors) == 1 and errors[0].startswith("schedstream worker: error: cannot reach the database at 127.0.0.1:"), result.stderr
+    assert len(errors) == 1 and errors[0].startswith(
+        "schedstream worker: error: cannot reach the database at 127.0.0.1:"
+    ), result.stderr
     assert "Traceback" not in result.stderr

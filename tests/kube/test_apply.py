@@ -290,7 +290,9 @@ def test_an_applier_without_permission_stops_with_one_line_and_skips_nothing(
         services.procs.pop("apply")
     output = services.log("apply").read_text()
     assert "Traceback" not in output
-    assert output.splitlines()[-1].startswith(f"schedstream apply: error: permission denied (403) applying Bind to Pod/{ns}/p: ")
+    assert output.splitlines()[-1].startswith(
+        f"schedstream apply: error: permission denied (403) applying Bind to Pod/{ns}/p: "
+    )
     assert output.splitlines()[-1].endswith("apply needs the RBAC of docs/apply-rbac.yaml")
     assert ledger(services) == {}
     assert "nodeName" not in get(kube, "pod", "-n", ns, "p")["spec"]
