@@ -268,9 +268,13 @@ def shadow(events_paths: tuple[str, ...], decisions_path: str | None, config_pat
     except OSError as exc:
         raise click.FileError(exc.filename or "", hint=exc.strerror or str(exc)) from None
     if not events_paths:
-        events = _reach_kafka(settings, read_topic(settings.kafka_bootstrap, settings.events_topic))
+        events = _reach_kafka(
+            settings, read_topic(settings.kafka_bootstrap, settings.events_topic, security=settings.kafka_security)
+        )
     if not decisions_path:
-        decisions = _reach_kafka(settings, read_topic(settings.kafka_bootstrap, settings.decisions_topic))
+        decisions = _reach_kafka(
+            settings, read_topic(settings.kafka_bootstrap, settings.decisions_topic, security=settings.kafka_security)
+        )
     result = report(events, decisions, scheduler_name)
     click.echo(result.json() if as_json else result.text())
 

@@ -33,6 +33,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from services import logging as log
 from services.config import Settings
+from services.kafka_security import PLAINTEXT, KafkaSecurity
 from services.kube import effects, shadow
 from services.kube.api import Rest, object_path
 from services.kube.client import KubeError, connect
@@ -120,7 +121,13 @@ class Applier:
 
 
 async def consume(
-    applier: Applier, bootstrap: str, topic: str, group: str | None, exit_when_idle: float | None
+    applier: Applier,
+    bootstrap: str,
+    topic: str,
+    group: str | None,
+    exit_when_idle: float | None,
+    *,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> None:
     """Read the decisions topic until stopped (or idle that long), committing after each batch."""
     consumer = AIOKafkaConsumer(
@@ -130,6 +137,7 @@ async def consume(
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_poll_records=200,
+        **security.client_options(),
     )
     await consumer.start()
     last_input = time.monotonic()
@@ -178,6 +186,7 @@ async def run(
     scheduler_name: str,
     ledger: Ledger | None,
     exit_when_idle: float | None,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> Summary:
     """Apply (or, without a ledger, compare) decisions until SIGINT/SIGTERM or idleness."""
     applier = Applier(rest, scheduler_name, ledger)
@@ -185,7 +194,8 @@ async def run(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, applier.stopping.set)
     try:
-        await consume(applier, bootstrap, topic, group if ledger is not None else None, exit_when_idle)
+        group_id = group if ledger is not None else None
+        await consume(applier, bootstrap, topic, group_id, exit_when_idle, security=security)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
@@ -218,6 +228,7 @@ async def apply_command(
                 scheduler_name=scheduler_name,
                 ledger=ledger,
                 exit_when_idle=exit_when_idle,
+                security=settings.kafka_security,
             )
         finally:
             if ledger is not None:

@@ -22,6 +22,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
+from services.kafka_security import PLAINTEXT, KafkaSecurity
+
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 # Decision kind -> the aspect of the object it decides.
 ASPECTS = {"Bind": "node", "PodStatus": "node", "PodGroupStatus": "phase", "WorkloadStatus": "admission"}
@@ -172,12 +174,19 @@ def _why_unbound(pod: Mapping[str, Any], key: tuple[str, str, str, str], last: M
     return f"gang {group}: {ours(decision).reason}" if decision else "no decision"
 
 
-async def read_topic(bootstrap: str, topic: str, wait: float = 10) -> list[dict[str, Any]]:
+async def read_topic(
+    bootstrap: str, topic: str, wait: float = 10, security: KafkaSecurity = PLAINTEXT
+) -> list[dict[str, Any]]:
     """Every JSON message the topic holds now (up to its end offsets at the start), partition by
     partition; a message that is not a JSON object is left out (the worker's DLQ has those). A topic
     that does not exist yet reads as empty."""
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                auto_offset_reset="earliest")  # fmt: skip
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **security.client_options(),
+    )
     await consumer.start()
     out: list[dict[str, Any]] = []
     try:

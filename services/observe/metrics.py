@@ -72,6 +72,11 @@ class WorkerMetrics:
         )
         self.decisions = Counter("schedstream_decisions", "Decisions made, by kind.", ["kind"], registry=r)
         self.rejects = Counter("schedstream_rejects", "Inputs rejected, by reason.", ["reason"], registry=r)
+        self.parked = Gauge(
+            "schedstream_outbox_parked",
+            "Outbox rows the broker refused, kept in the store's outbox_parked table: alert when above 0.",
+            registry=r,
+        )
         r.register(_StateCollector(states))
 
     def observe_batch(

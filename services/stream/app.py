@@ -79,6 +79,7 @@ class StreamService:
         self.ready = asyncio.Event()  # set once the current assignment's state is restored
         self.own_markers: set[tuple[int, int]] = set()  # (partition, offset) of our timer's markers
         self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()))
+        self.observer.metrics.parked.set_function(self.parked_outbox)  # read from the store at each scrape
         self.pipeline.on_cycle = self.observer.cycle
 
     async def on_assigned(self, assigned: set[TP]) -> None:

@@ -83,6 +83,7 @@ def test_the_worker_serves_readiness_metrics_and_a_status_page_and_logs_json(
         assert got[("volcano_queue_allocated_milli_cpu", (("cluster", "c1"), ("queue_name", "default")))] == 16000
         assert got[("schedstream_decisions_total", (("kind", "Bind"),))] == 4
         assert got[("schedstream_rejects_total", (("reason", "invalid Pod"),))] == 1
+        assert got[("schedstream_outbox_parked", ())] == 0  # nothing the broker refused
         assert sum(v for (name, _), v in got.items() if name == "schedstream_events_consumed_total") == 24
         assert got[("volcano_e2e_scheduling_latency_milliseconds_count", ())] == 2  # one per SCHEDULE marker
         assert ("schedstream_batch_commit_seconds_count", ()) in got
