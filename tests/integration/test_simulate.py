@@ -4,6 +4,7 @@ rendered by headless Chromium with its plots present."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -23,7 +24,8 @@ DATA = SHARED_DATA
 OPENB_PODS = DATA / "openb_pod_list_default.csv"
 OPENB_NODES = DATA / "openb_node_list_all_node.csv"
 DLRM = DATA / "disaggregated_DLRM_trace.csv"
-POLICIES = ["schedstream", "fcfs", "easy"]
+SWF_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.swf"
+POLICIES = ["schedstream", "fcfs", "easy", "greedy"]
 CHARTS = ["utilisation-cpu", "utilisation-memory", "queue-length", "wait-cdf"]
 
 
@@ -69,7 +71,23 @@ def test_small_trace_through_the_command_line(tmp_path: Path) -> None:
     run = simulate(tmp_path, str(jobs), "--nodes", str(nodes), "--period", "1")
     assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
     policies = json.loads((run / "metrics.json").read_text())["policies"]
-    assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280]
+    assert [policies[p]["makespan"] for p in POLICIES] == [283, 330, 280, 280]
+
+
+def test_gzipped_swf_with_compressed_arrivals_through_the_command_line(tmp_path: Path) -> None:
+    trace = tmp_path / "sample.swf.gz"
+    trace.write_bytes(gzip.compress(SWF_SAMPLE.read_bytes()))
+    run = simulate(tmp_path, str(trace), "--format", "swf", "--arrival-scale", "2")
+    assert replayed(tmp_path, run) == (run / "decisions.jsonl").read_bytes()
+    document = json.loads((run / "metrics.json").read_text())
+    assert list(document["policies"]) == POLICIES
+    for numbers in document["policies"].values():
+        assert list(numbers["by_size"]) == ["1", "2-8"]  # the sample's gangs have 1 to 4 tasks
+    # Under proportion queue-1 deserves a third of the 16 cpus: its gangs of 6 and 12 cpus never
+    # start ("queue queue-1 is at its deserved share"), and count as censored until the run ends.
+    ours = document["policies"]["schedstream"]
+    assert (ours["censored"]["count"], ours["by_size"]["2-8"]["censored"]["count"]) == (2, 2)
+    assert all(document["policies"][p]["censored"] == {"count": 0} for p in ("fcfs", "easy", "greedy"))
 
 
 @pytest.mark.usefixtures("shared_data")
