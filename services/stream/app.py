@@ -93,7 +93,13 @@ class StreamService:
         # throw this member out and restore again), nor look like idleness; ``handle`` and the
         # timer wait for ``ready``.
         self.ready.clear()
-        folded = await asyncio.to_thread(self.pipeline.restore, self.owned)
+        try:
+            folded = await asyncio.to_thread(self.pipeline.restore, self.owned)
+        except Exception:
+            # E.g. the partition's previous owner still wrote while we read: die as a batch
+            # failure does (never hang with ``ready`` unset), and the restart restores again.
+            logger.exception("restore failed, stopping the worker", partitions=sorted(self.owned))
+            os._exit(70)
         logger.info(
             "partitions assigned, state restored",
             partitions=sorted(self.owned),

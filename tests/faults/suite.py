@@ -278,6 +278,16 @@ class Deployment:
     def supervise(self, injector: threading.Thread, timeout: float) -> None:
         """Keep the worker slots running (restart what dies) until the faults are done and
         every worker has exited idle with the store complete."""
+        try:
+            self._supervise(injector, timeout)
+        finally:
+            with self.lock:
+                for proc in self.slots:
+                    if proc is not None and proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+
+    def _supervise(self, injector: threading.Thread, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         with self.lock:
             for slot in range(len(self.slots)):
@@ -301,11 +311,6 @@ class Deployment:
                 if not injector.is_alive() and all(p is None for p in self.slots) and self.store_complete():
                     self.outcome.complete = True
                     return
-        with self.lock:
-            for proc in self.slots:
-                if proc is not None:
-                    proc.kill()
-                    proc.wait()
 
     def kill_worker(self, rng: random.Random) -> str:
         with self.lock:

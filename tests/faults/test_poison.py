@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain import engine as engine_module
-from domain.engine import Engine
-from domain.events import InvalidEvent, ScheduleMarker, WatchEvent, parse_event, peek_cluster
+from domain.events import InvalidEvent, WatchEvent, parse_event, peek_cluster
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 from services.pipeline import CLOCK_STREAM, REJECT_VALUE_LIMIT, Pipeline, Record, Reject, normalise
@@ -235,9 +234,12 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
     return copy
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_wrong_value_at_any_field_of_any_kind_is_a_reject_or_is_folded_and_scheduled(data: st.DataObject) -> None:
+    """Through the pipeline: nothing escapes, every line is an event or a reject, and what the
+    parser lets in but the fold cannot take (hypothesis found some: a Workload whose
+    ``status.admission.podSetAssignments`` is not a list of objects) is a "cannot fold" reject."""
     kind = data.draw(st.sampled_from(sorted(STREAMS)), label="kind")
     lines = STREAMS[kind]
     targets = [n for n, line in enumerate(lines) if kind.encode().split(b"/")[-1] in line]
@@ -247,20 +249,12 @@ def test_a_wrong_value_at_any_field_of_any_kind_is_a_reject_or_is_folded_and_sch
     junk = data.draw(JUNK, label="value")
     mutated = [*lines]
     mutated[index] = json.dumps(_replace(envelope, path, junk)).encode()
-    markers = {e.cluster for e in map(_parse_or_none, mutated) if isinstance(e, ScheduleMarker)}
-    engine = Engine(SchedulerConfig(), on_markers=lambda c: c in markers)
-    for line in mutated:
-        event = _parse_or_none(line)
-        if event is not None:
-            processed = engine.handle(event)  # the fold must not raise on anything the parser let in
-            assert processed.cycle_failure == "", (path, junk, processed.cycle_failure)
-
-
-def _parse_or_none(line: bytes) -> Any:
-    try:
-        return parse_event(line)
-    except InvalidEvent:
-        return None
+    out = io.BytesIO()
+    summary = replay_records(_records(mutated), out, config=SchedulerConfig())  # must not raise
+    rejected = {r.position for r in summary.rejects}
+    assert summary.events + len(rejected - {r.position for r in summary.rejects if "cycle" in r.reason}) == len(mutated)
+    for reject in summary.rejects:
+        assert reject.position == f"in:{index + 1}" or "cycle" in reject.reason, reject
 
 
 @pytest.mark.parametrize(("name", "line"), NASTY, ids=[name for name, _ in NASTY])
