@@ -15,7 +15,7 @@ import structlog
 
 FORMATS = ("auto", "console", "json")
 LEVELS = ("debug", "info", "warning", "error", "critical")
-LIBRARIES = ("faust", "mode", "aiokafka", "kafka")  # their own logs stay at WARNING unless we debug
+LIBRARIES = ("faust", "mode", "aiokafka", "kafka", "alembic")  # their own logs stay at WARNING unless we debug
 
 
 class LogConfigError(ValueError):

@@ -49,18 +49,18 @@ def check_pending_eval_gang(report: dict[str, Any]) -> None:
     assert report["at"] == 18
     assert report["status"]["phase"] == "Inqueue"
     assert report["reason"]["reason"] == "NotEnoughResources"
-    assert report["reason"]["message"].startswith("1/2 tasks in gang unschedulable: 1 Insufficient nvidia.com/gpu")
+    assert report["reason"]["message"].startswith("2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu")
     gang = report["details"]
     assert [(m["name"], m["status"], m["node"]) for m in gang["members"]] == [
         ("eval-worker-0", "Pending", None),
         ("eval-worker-1", "Pending", None),
     ]
-    first, second = gang["waitingFor"]
-    assert first["takes"] == "gpu-2"
-    assert second["fits"] == []
-    short = {row["node"]: row.get("short") for row in second["nodesShort"]}
-    assert short == {"gpu-0": {"nvidia.com/gpu": "4"}, "gpu-1": {"nvidia.com/gpu": "4"},
-                     "gpu-2": {"nvidia.com/gpu": "4"}, "infra-0": None}  # fmt: skip
+    # The train gang took two GPUs of gpu-1 and of gpu-2 and four of gpu-0: neither member fits anywhere.
+    for member in gang["waitingFor"]:
+        assert member["fits"] == []
+        short = {row["node"]: row.get("short") for row in member["nodesShort"]}
+        assert short == {"gpu-0": {"nvidia.com/gpu": "4"}, "gpu-1": {"nvidia.com/gpu": "2"},
+                         "gpu-2": {"nvidia.com/gpu": "2"}, "infra-0": None}  # fmt: skip
     assert gang["queue"]["name"] == "default"
     assert [(e["seq"], e["source"], e["what"]) for e in report["timeline"]] == [
         (14, "event", "ADDED"),
@@ -132,7 +132,7 @@ def test_text_on_a_terminal_names_the_nodes_that_fell_short() -> None:
     result = CliRunner().invoke(main, ["explain", "podgroup", "team-b/eval-pg", "--events", str(EXAMPLE), "--at", "18"])
     assert result.exit_code == 0, result.output
     assert "eval-worker-1 asks cpu=4, memory=16Gi, nvidia.com/gpu=4, pods=1: fits on no node" in result.stdout
-    assert "    gpu-2: Insufficient nvidia.com/gpu (short by nvidia.com/gpu=4)" in result.stdout
+    assert "    gpu-2: Insufficient nvidia.com/gpu (short by nvidia.com/gpu=2)" in result.stdout
 
 
 def test_an_object_the_stream_never_names_is_a_one_line_error() -> None:
@@ -164,7 +164,7 @@ def test_a_waiting_gang_member_carries_its_gangs_reason() -> None:
     assert report["status"]["node"] is None
     assert report["reason"]["reason"] == "NotEnoughResources"
     assert report["details"]["group"] == "eval-pg"
-    assert report["details"]["waitingFor"]["fits"] == ["gpu-2"]  # alone it would fit; the gang does not
+    assert report["details"]["waitingFor"]["fits"] == []  # no node has the four GPUs it asks for
 
 
 def test_a_gangs_timeline_holds_its_members_binds() -> None:
@@ -173,7 +173,7 @@ def test_a_gangs_timeline_holds_its_members_binds() -> None:
         (8, "event", "ADDED", "first seen"),
         (18, "decision", "PodGroupStatus", "Running (GangScheduled)"),
         (18, "member", "Bind", "train-worker-0 -> gpu-0 (Scheduled)"),
-        (18, "member", "Bind", "train-worker-1 -> gpu-0 (Scheduled)"),
-        (18, "member", "Bind", "train-worker-2 -> gpu-1 (Scheduled)"),
-        (18, "member", "Bind", "train-worker-3 -> gpu-1 (Scheduled)"),
+        (18, "member", "Bind", "train-worker-1 -> gpu-1 (Scheduled)"),
+        (18, "member", "Bind", "train-worker-2 -> gpu-2 (Scheduled)"),
+        (18, "member", "Bind", "train-worker-3 -> gpu-0 (Scheduled)"),
     ]
