@@ -77,7 +77,14 @@ CASES = [
         {"SCHEDSTREAM_BATCH_WITHIN": "soon"},
     ),
     Case("worker with an unparsable --db", ["worker", "--db", "nonsense"], 2, "--db"),
-    Case("worker with an unreachable PostgreSQL", ["worker", "--db", UNREACHABLE_PG], 1, "cannot use the database"),
+    # No retries (SCHEDSTREAM_DB_WAIT=0): each retry logs a line of its own (tests/faults/test_startup.py).
+    Case(
+        "worker with an unreachable PostgreSQL",
+        ["worker", "--db", UNREACHABLE_PG],
+        1,
+        "cannot reach the database",
+        env={"SCHEDSTREAM_DB_WAIT": "0"},
+    ),
     Case(
         "db upgrade with an unreachable PostgreSQL", ["db", "upgrade", "--db", UNREACHABLE_PG], 1, "Connection refused"
     ),
