@@ -45,8 +45,8 @@ from domain.events import peek_cluster
 from domain.scheduler.config import SchedulerConfig
 from ops.local_kafka import LocalKafka
 from ops.local_postgres import LocalPostgres, LocalPostgresError
-from services.inputs import marker_clusters
 from services.pipeline import CLOCK_HEADER, CLOCK_STREAM, Pipeline, Record
+from services.record_files import marker_clusters
 from services.simulate.run import load, simulate
 from services.store.store import Store
 from services.stream.topics import ensure_topics

@@ -68,9 +68,9 @@ def replay(
     events: tuple[str, ...], out_path: str, rejects_path: str | None, db_url: str, config_path: Path | None
 ) -> None:
     """Run the scheduler over EVENTS files ('-' is stdin) and write its decisions."""
-    from services.inputs import read_records
     from services.output import atomic_output
     from services.progress import bar
+    from services.record_files import read_records
     from services.replay import StoreNotEmpty, replay_records
 
     settings = Settings.from_env()
@@ -179,9 +179,9 @@ def produce(files: tuple[str, ...], topic: str | None) -> None:
 
     A lone '-' is streamed: each line is sent as it arrives (e.g. from `kubectl get --raw ... -w`).
     """
-    from services.inputs import marker_clusters, read_records
     from services.produce import produce as run_produce
     from services.produce import stream_lines
+    from services.record_files import marker_clusters, read_records
 
     settings = Settings.from_env()
     if files == ("-",):
@@ -371,7 +371,7 @@ def simulate(
     """Run TRACE on a simulated cluster under the scheduler and the FCFS, EASY and greedy baselines."""
     from services.output import atomic_directory
     from services.progress import bar
-    from services.simulate import quota
+    from services.simulate import kueue_quota
     from services.simulate.metrics import table
     from services.simulate.run import load
     from services.simulate.run import simulate as run_simulation
@@ -380,7 +380,7 @@ def simulate(
     config = load_config(config_path)
     try:
         jobs, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale)  # type: ignore[arg-type]
-        kueue_objects = quota.read(queues_path) if queues_path is not None else None
+        kueue_objects = kueue_quota.read(queues_path) if queues_path is not None else None
         with atomic_directory(out_dir) as work, bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
             result = run_simulation(
                 jobs,

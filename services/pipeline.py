@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from domain import snapshot
+from domain import saved_state
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import InvalidEvent, ScheduleMarker, UnknownKind, WatchEvent, parse_event
@@ -178,7 +178,7 @@ class Pipeline:
         start = 0
         if latest is not None:
             version, start, payload = latest
-            snapshot.restore_cluster(self.engine, cluster, msgspec.json.decode(payload), version)
+            saved_state.restore_cluster(self.engine, cluster, msgspec.json.decode(payload), version)
             self.snapshot_seq[cluster] = start
         folded = 0
         for seq, payload in self.store.iter_events(cluster, start=start):
@@ -215,10 +215,10 @@ class Pipeline:
             return
         for cluster, row in batch.clusters.items():
             if row["next_seq"] - self.snapshot_seq.get(cluster, 0) >= self.snapshot_every:
-                data = snapshot.take_cluster(self.engine.state(cluster))
+                data = saved_state.take_cluster(self.engine.state(cluster))
                 batch.snapshots[cluster] = {
                     "cluster": cluster,
-                    "version": snapshot.SNAPSHOT_VERSION,
+                    "version": saved_state.SNAPSHOT_VERSION,
                     "next_seq": row["next_seq"],
                     "payload": msgspec.json.encode(data).decode(),
                 }

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from domain.scheduler.config import SchedulerConfig
-from services.inputs import marker_clusters, read_records
 from services.pipeline import CLOCK_NONE, CLOCK_STREAM, Pipeline, Record, Reject, encode_decision
 from services.progress import Report, silent
+from services.record_files import marker_clusters, read_records
 from services.store.store import Store
 
 CHUNK = 1000

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.kueue import admission_fair_sharing, fair_preemption, fair_sharing, preemption, topology
+from domain.kueue import admission_fair_sharing, fair_preemption, fair_sharing, preemption, tas
 from domain.kueue.admission_fair_sharing import AdmissionFairSharing
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.fair_sharing import FairSharing
 from domain.kueue.flavor_assigner import Assignment, Mode, assign
 from domain.kueue.queue import backing_off, waiting_by_queue
-from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workload_status import Outbox, admitted, waiting
 from domain.kueue.workloads import WorkloadInfo
 from domain.objects.kueue import ClusterQueue
@@ -169,7 +169,7 @@ def _process(
             full = {p.name: p.per_pod for p in info.pod_sets}
             for psa in assignment.pod_sets:
                 if psa.placement is not None:
-                    topology.reserve(snap, psa.placement, full[psa.pod_set.name])
+                    tas.reserve(snap, psa.placement, full[psa.pod_set.name])
         return
     found = _targets(snap, cq, info, assignment, fair) if assignment.mode is Mode.PREEMPT else None
     if found is None:

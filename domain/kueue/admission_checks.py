@@ -19,8 +19,8 @@ condition counts as inactive (``lifecycle.workload.is_active``), so its quota is
 
 from __future__ import annotations
 
-from domain.kueue.eviction import DEACTIVATED
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.lifecycle_steps import DEACTIVATED
 from domain.kueue.workload_status import Outbox, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import DEACTIVATION_TARGET, topology_pending

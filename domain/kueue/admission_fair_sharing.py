@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from domain import durations
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.lifecycle.status import LocalQueueUsage
 from domain.objects.kueue import ClusterQueue, LocalQueue

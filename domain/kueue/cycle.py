@@ -14,10 +14,10 @@ from domain.kueue import (
     admission,
     admission_checks,
     admission_fair_sharing,
-    eviction,
+    cycle_view,
     fair_sharing,
+    lifecycle_steps,
     second_pass,
-    snapshot,
 )
 from domain.kueue.workload_status import Outbox
 from domain.state import ClusterState
@@ -28,10 +28,10 @@ def run(state: ClusterState, settings: Mapping[str, Any], *, seq: int) -> list[D
     if not state.objects.get("Workload"):
         return []
     # 1. Snapshot: quota tree with the usage of every workload holding quota.
-    snap = snapshot.take(state)
+    snap = cycle_view.take(state)
     box = Outbox(snap, seq)
     # 2. Lifecycle: release evicted quota (phase two), deactivation, drains, PodsReady timeouts.
-    eviction.run(snap, box, settings)
+    lifecycle_steps.run(snap, box, settings)
     # 3. Admission checks: evict on Retry, admit once all are Ready (delayed topology waits for 4).
     admission_checks.run(snap, box)
     # 4. S3 second pass: place delayed topologies, re-place pods of failed nodes, mark failed nodes.

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from domain.kueue.quota import QuotaTree, build
+from domain.kueue.cohort_tree import QuotaTree, build
 from domain.kueue.workloads import EPOCH, LocalQueueRef, WorkloadIndex, WorkloadInfo, index_of
 from domain.objects.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology
 from domain.objects.meta import ObjectKey, key_of

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from domain.kueue.eviction import pods_ready_deadline, pods_ready_timeout
+from domain.kueue.lifecycle_steps import pods_ready_deadline, pods_ready_timeout
 from domain.kueue.workloads import EPOCH, index_of
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState

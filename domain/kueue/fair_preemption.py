@@ -10,10 +10,10 @@ minimised by adding back, in reverse, every target the preemptor does not need.
 from __future__ import annotations
 
 from domain.kueue import fair_sharing
+from domain.kueue.cohort_tree import FlavorResource, QuotaNode
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.fair_sharing import STRATEGIES, FairSharing
 from domain.kueue.preemption import Target, _candidates, _fits, _is_borrowing
-from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.objects.kueue import ClusterQueue
 

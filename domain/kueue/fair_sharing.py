@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cohort_tree import FlavorResource, QuotaNode
+from domain.kueue.cycle_view import KueueSnapshot
 
 INFINITE = 1 << 62
 DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")

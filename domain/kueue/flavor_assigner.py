@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from domain.kueue import fair_preemption, preemption, topology
+from domain.kueue import fair_preemption, preemption, tas
 from domain.kueue.admission_checks import delays_topology
+from domain.kueue.cohort_tree import FlavorResource, QuotaNode
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.fair_sharing import FairSharing
-from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot
-from domain.kueue.topology import Placement
+from domain.kueue.tas import Placement
 from domain.kueue.workloads import PodSetRequest, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, PodSet, ResourceFlavor
 from domain.quantity import PODS, ResourceList, format_milli
@@ -256,7 +256,7 @@ def _pick(
         if possibility is Possibility.FIT:
             placement: Placement | None = None
             if flavor.spec.topology_name and not _delayed(snap, cq, quotas.name):
-                found = topology.place(
+                found = tas.place(
                     snap, flavor, spec.template.spec, full.per_pod, count=full.count, request=spec.topology_request
                 )
                 if isinstance(found, str):

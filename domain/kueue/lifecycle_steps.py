@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from domain import durations
-from domain.kueue.snapshot import KueueSnapshot
-from domain.kueue.topology import WORKLOAD_ANNOTATION
+from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.tas import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import WorkloadPhase, is_active

@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.kueue.quota import FlavorResource, QuotaNode
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cohort_tree import FlavorResource, QuotaNode
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import HOLDS_QUOTA
 from domain.objects.kueue import ClusterQueue

@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from domain.kueue import topology
+from domain.kueue import tas
 from domain.kueue.admission_checks import admitted_message
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workload_status import Outbox, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
@@ -97,7 +97,7 @@ def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool
     do not fit yet: the workload keeps its quota and its status says why."""
     admission, specs, requests = _pod_sets(info)
     assignments: list[dict[str, Any]] = []
-    placements: list[tuple[topology.Placement, str]] = []
+    placements: list[tuple[tas.Placement, str]] = []
     for psa in admission.get("podSetAssignments", ()):
         spec = specs.get(psa.get("name", ""))
         if psa.get("delayedTopologyRequest") != "Pending" or psa.get("topologyAssignment") or spec is None:
@@ -105,10 +105,10 @@ def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool
             continue
         flavor = next((snap.flavors.get(f) for f in (psa.get("flavors") or {}).values() if f in snap.flavors), None)
         count = int(psa.get("count", spec.count))
-        found: topology.Placement | str = "flavor not found"
+        found: tas.Placement | str = "flavor not found"
         if flavor is not None:
             request = spec.topology_request
-            found = topology.place(snap, flavor, spec.template.spec, requests[spec.name], count=count, request=request)
+            found = tas.place(snap, flavor, spec.template.spec, requests[spec.name], count=count, request=request)
         if isinstance(found, str):
             why = f"There are pending delayed topology requests: podSet {spec.name}: {found}"
             box.status(info, with_conditions(info.view, Admitted=("False", DELAYED, why)), DELAYED)
@@ -119,7 +119,7 @@ def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool
     view = with_conditions(info.view, Admitted=admitted_message(info.admitted_to))
     if box.status(info, dataclasses.replace(view, admission=placed), "Admitted"):
         for placement, name in placements:
-            topology.reserve(snap, placement, requests[name])
+            tas.reserve(snap, placement, requests[name])
     return True
 
 
@@ -128,7 +128,7 @@ def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: fr
     fail-fast is off (the workload runs on, short of those pods, and backs off)."""
     admission, specs, requests = _pod_sets(info)
     replaced: list[dict[str, Any]] = []
-    placements: list[tuple[topology.Placement, str]] = []
+    placements: list[tuple[tas.Placement, str]] = []
     for psa in admission.get("podSetAssignments", ()):
         result = _replace_pod_set(snap, psa, specs.get(psa.get("name", "")), requests, unhealthy)
         if isinstance(result, str):
@@ -143,7 +143,7 @@ def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: fr
     view = dataclasses.replace(info.view, admission={**admission, "podSetAssignments": replaced}, unhealthy_nodes=())
     if box.status(info, view, "NodeReplaced"):
         for placement, name in placements:
-            topology.reserve(snap, placement, requests[name])
+            tas.reserve(snap, placement, requests[name])
     return True
 
 
@@ -153,7 +153,7 @@ def _replace_pod_set(
     spec: PodSet | None,
     requests: Mapping[str, Any],
     unhealthy: frozenset[str],
-) -> tuple[dict[str, Any], topology.Placement | None] | str:
+) -> tuple[dict[str, Any], tas.Placement | None] | str:
     assignment = psa.get("topologyAssignment") or {}
     levels: list[str] = list(assignment.get("levels") or [])
     domains = assignment.get("domains") or []
@@ -168,7 +168,7 @@ def _replace_pod_set(
     )
     if within is None:
         return ", ".join(sorted(unhealthy))
-    found = topology.place(
+    found = tas.place(
         snap,
         flavor,
         spec.template.spec,
@@ -186,7 +186,7 @@ def _replace_pod_set(
             counts[tuple(d["values"])] = counts.get(tuple(d["values"]), 0) + int(d["count"])
     for values, count in _domains(found, levels).items():
         counts[values] = counts.get(values, 0) + count
-    return {**psa, "topologyAssignment": topology.assignment(levels, counts)}, found
+    return {**psa, "topologyAssignment": tas.assignment(levels, counts)}, found
 
 
 def _required_domain(
@@ -210,7 +210,7 @@ def _required_domain(
     return {level: labels.get(level, "") for level in levels[: levels.index(request.required) + 1]}
 
 
-def _domains(placement: topology.Placement, levels: list[str]) -> dict[tuple[str, ...], int]:
+def _domains(placement: tas.Placement, levels: list[str]) -> dict[tuple[str, ...], int]:
     """The placement's pod counts per domain, written at the assignment's ``levels`` (the
     placement is at every level of the topology, which ends with the same lowest levels)."""
     out: dict[tuple[str, ...], int] = {}

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import HOSTNAME_LABEL
 from domain.objects.core import Node, PodSpec

@@ -13,7 +13,7 @@ from typing import Any
 
 from domain import decisions
 from domain.decisions import Decision, DecisionKind, ObjectRef
-from domain.kueue.snapshot import KueueSnapshot
+from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import Conditions, WorkloadView
 from domain.objects import topology_assignment

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from domain import quantity
-from domain.kueue.quota import FlavorResource
+from domain.kueue.cohort_tree import FlavorResource
 from domain.lifecycle.workload import WorkloadView, is_active
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from domain.decisions import Decision
 from domain.kueue import cycle as kueue_cycle
-from domain.scheduler import close, job_status, pod_status, queue_rules, registry, snapshot
+from domain.scheduler import close_decisions, job_status, pod_status, queue_rules, registry, snapshot
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 
@@ -23,10 +23,10 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, *, seq: int) -> list
     for action in config.actions:
         registry.ACTIONS[action](session)
     # 5. Close: binds and evictions, then the statuses that changed (lone pods' too), in a fixed order.
-    out.extend(close.placements(state, session, seq))
-    out.extend(close.pod_group_statuses(state, session, seq))
+    out.extend(close_decisions.placements(state, session, seq))
+    out.extend(close_decisions.pod_group_statuses(state, session, seq))
     out.extend(pod_status.pod_statuses(state, session, seq))
     out.extend(job_status.job_statuses(state, seq))
-    out.extend(close.queue_statuses(state, session, seq))
+    out.extend(close_decisions.queue_statuses(state, session, seq))
     out.extend(kueue_cycle.run(state, config.kueue, seq=seq))
     return out

@@ -19,7 +19,7 @@ from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup
 from domain.quantity import ResourceList
-from domain.scheduler.topology import (
+from domain.scheduler.network_domains import (
     HYPERNODE,
     Domain,
     TopologyRequest,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from domain import quantity
 from domain.reasons import FitSummary, Reason, Verdict
+from domain.scheduler.network_domains import HYPERNODE, Domain, TopologyRequest, where_key
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo
 from domain.scheduler.statement import Statement
-from domain.scheduler.topology import HYPERNODE, Domain, TopologyRequest, where_key
 
 
 @dataclass

@@ -23,6 +23,7 @@ from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup, Queue
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.network_domains import Domain, TopologyRequest
 from domain.scheduler.node_table import (
     GroupFacts,
     Memo,
@@ -35,7 +36,6 @@ from domain.scheduler.node_table import (
     seconds,
 )
 from domain.scheduler.subgroups import SubGroup, split
-from domain.scheduler.topology import Domain, TopologyRequest
 from domain.state import ClusterState
 
 ROOT = "root"

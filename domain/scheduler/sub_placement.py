@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 from domain.reasons import Verdict
 from domain.scheduler import placement
+from domain.scheduler.network_domains import Domain
 from domain.scheduler.placement import Attempt
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import PLACED, JobInfo, NodeInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
 from domain.scheduler.subgroups import SubGroup
-from domain.scheduler.topology import Domain
 
 
 def _placed(sub: SubGroup) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from domain.objects.volcano import PodGroup
-from domain.scheduler.topology import TopologyRequest, hyper_request
+from domain.scheduler.network_domains import TopologyRequest, hyper_request
 
 if TYPE_CHECKING:
     from domain.scheduler.snapshot import TaskInfo

@@ -10,7 +10,7 @@ from services.explain import lookup
 from services.explain.history import Cut, History, NotFound, Target, from_records
 from services.explain.render import render
 from services.explain.report import explain
-from services.inputs import read_records
+from services.record_files import read_records
 
 
 def run_explain(

@@ -24,8 +24,8 @@ from domain.objects.meta import ObjectKey
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 from services.diff import summary
-from services.inputs import marker_clusters
 from services.pipeline import Record, encode_decision
+from services.record_files import marker_clusters
 
 KINDS = {
     "pod": "Pod",

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from domain import quantity
-from domain.kueue import snapshot as kueue_snapshot
-from domain.kueue.quota import QuotaNode
+from domain.kueue import cycle_view
+from domain.kueue.cohort_tree import QuotaNode
 from domain.objects.kueue import LocalQueue, Workload
 from domain.objects.meta import ObjectKey
 from domain.scheduler.config import SchedulerConfig
@@ -44,7 +44,7 @@ def workload(state: ClusterState, config: SchedulerConfig, wl: Workload, key: Ob
     waiting = view.condition("QuotaReserved")
     evicted = view.condition("Evicted")
     admission = view.admission or {}
-    snap = kueue_snapshot.take(state)
+    snap = cycle_view.take(state)
     position = pending_positions(state, config.kueue).get(key)
     queue_name = admission.get("clusterQueue") or (position.cluster_queue if position else "")
     if not queue_name:
@@ -65,7 +65,7 @@ def workload(state: ClusterState, config: SchedulerConfig, wl: Workload, key: Ob
 
 
 def cluster_queue(state: ClusterState, config: SchedulerConfig, name: str) -> dict[str, Any]:
-    snap = kueue_snapshot.take(state)
+    snap = cycle_view.take(state)
     node = snap.tree.queues.get(name)
     holders = sorted(i.key for i in snap.holders() if i.admitted_to == name)
     return {

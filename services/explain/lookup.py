@@ -13,7 +13,7 @@ import msgspec
 from sqlalchemy import select, union
 from sqlalchemy.engine import make_url
 
-from domain import snapshot
+from domain import saved_state
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
@@ -69,7 +69,7 @@ def _fold(store: Store, config: SchedulerConfig, cluster: str, clock: str, at: i
     latest = store.snapshots().get(cluster)
     if latest is not None and latest[1] <= at + 1:
         version, start, payload = latest
-        snapshot.restore_cluster(engine, cluster, msgspec.json.decode(payload), version)
+        saved_state.restore_cluster(engine, cluster, msgspec.json.decode(payload), version)
     for seq, payload in store.iter_events(cluster, start=start):
         if seq > at:
             break

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from domain.kueue import admission_fair_sharing
-from domain.kueue import snapshot as kueue_snapshot
+from domain.kueue import admission_fair_sharing, cycle_view
 from domain.kueue.queue import resolve
 from domain.kueue.workloads import WorkloadInfo
 from domain.objects.meta import ObjectKey
@@ -45,7 +44,7 @@ class PendingPosition:
 
 def pending_positions(state: ClusterState, settings: Mapping[str, Any]) -> dict[ObjectKey, PendingPosition]:
     """Every pending workload's position, by workload key."""
-    snap = kueue_snapshot.take(state)
+    snap = cycle_view.take(state)
     afs = admission_fair_sharing.from_settings(settings)
     by_queue: dict[str, list[WorkloadInfo]] = {}
     for local_queue, infos in snap.queued():

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from domain import quantity
-from domain.kueue.quota import build as build_quota_tree
+from domain.kueue.cohort_tree import build as build_quota_tree
 from domain.kueue.workloads import WorkloadIndex
 from domain.lifecycle import workload as workload_lifecycle
 from domain.lifecycle.pod_group import PodGroupPhase

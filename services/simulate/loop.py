@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.scheduler.config import SchedulerConfig
 from services.progress import Report, silent
-from services.simulate import quota
+from services.simulate import kueue_quota
 from services.simulate.clock import marker_after, marker_at, simulated
 from services.simulate.cluster import SimCluster
 from services.simulate.workloads import SimWorkloads
@@ -50,7 +50,7 @@ def run_closed_loop(
     """Simulate the trace on ``nodes`` under ``config``; returns the cluster with its outcome.
 
     ``scheduler`` (volcano or kueue) takes the jobs that do not name their own; Kueue's
-    flavors and queues are ``kueue_objects``, by default ``quota.derived`` from those jobs.
+    flavors and queues are ``kueue_objects``, by default ``kueue_quota.derived`` from those jobs.
     ``progress`` hears after each marker how many jobs have arrived, and the simulated time."""
     if not period > 0:
         raise ValueError(f"period must be > 0, not {period!r}")
@@ -59,7 +59,7 @@ def run_closed_loop(
     kueue_jobs = [job for job in trace.jobs if cluster.is_kueue(job)]
     cluster.add_queues(sorted({"default", *(job.queue for job in trace.jobs if not cluster.is_kueue(job))}))
     if kueue_jobs or kueue_objects:
-        objects = quota.derived(kueue_jobs, nodes) if kueue_objects is None else kueue_objects
+        objects = kueue_quota.derived(kueue_jobs, nodes) if kueue_objects is None else kueue_objects
         pods_ready = bool((config.kueue.get("waitForPodsReady") or {}).get("enable"))
         cluster.workloads = SimWorkloads(
             cluster, config.scheduler_name, config.ib_cluster_label, objects, pods_ready=pods_ready

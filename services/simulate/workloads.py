@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from domain.decisions import Decision, DecisionKind
-from domain.kueue.topology import WORKLOAD_ANNOTATION
+from domain.kueue.tas import WORKLOAD_ANNOTATION
 from domain.quantity import parse_milli
-from services.simulate import quota
+from services.simulate import kueue_quota
 from services.simulate.cluster import SimPod
 from services.traces.events import pod_spec, workload_manifest
 from services.traces.model import Job
@@ -80,7 +80,7 @@ class SimWorkloads:
         self.scheduler_name = scheduler_name
         self.ib_label = ib_label
         self.objects = objects  # the flavors and queues (``quota``), created by ``add_objects``
-        self.flavor_labels = quota.flavor_labels(objects)
+        self.flavor_labels = kueue_quota.flavor_labels(objects)
         self.pods_ready = pods_ready  # waitForPodsReady: the Job integration reports PodsReady
 
     def _owner(self, job: Job) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from domain.scheduler.config import SchedulerConfig
 from ops.local_kafka import LocalKafka
 from ops.local_postgres import LocalPostgres
 from ops.run_example import read_topic
-from services.inputs import read_records
+from services.record_files import read_records
 from services.replay import replay_records
 from services.store import tables
 from services.store.store import Store

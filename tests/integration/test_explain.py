@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from domain.scheduler.config import SchedulerConfig
 from services.cli import main
-from services.inputs import read_records
 from services.pipeline import CLOCK_STREAM, Pipeline
+from services.record_files import read_records
 from services.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import IntegrityError
 
 from domain.scheduler.config import SchedulerConfig
-from services.inputs import read_records
 from services.pipeline import CLOCK_STREAM, Pipeline, Record
+from services.record_files import read_records
 from services.replay import replay
 from services.store.store import Batch, Store
 from tests.streams import Shape, synthetic_stream

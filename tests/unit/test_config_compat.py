@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from domain import durations
-from domain.kueue.eviction import pods_ready_timeout
+from domain.kueue.lifecycle_steps import pods_ready_timeout
 from domain.scheduler.config import from_mapping
 from services.cli import main
 

@@ -16,7 +16,7 @@ from domain.objects.volcano import PodGroup
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.plugins.sla import waiting_time
 from domain.scheduler.snapshot import JobInfo
-from services.inputs import read_records
+from services.record_files import read_records
 from services.replay import replay_records
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from domain.kueue.quota import QuotaNode
+from domain.kueue.cohort_tree import QuotaNode
 
 FR = ("f", "cpu")
 

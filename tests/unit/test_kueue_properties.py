@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from domain.decisions import Decision, DecisionKind
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.kueue import snapshot
+from domain.kueue import cycle_view
 from domain.kueue.workloads import WorkloadIndex, index_of
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.kueue import Workload
@@ -76,7 +76,7 @@ def _workload(i: int, queue: int, cpu: int, priority: int, tas: bool) -> dict[st
 
 
 def _check_quota(engine: Engine) -> None:
-    snap = snapshot.take(engine.state("c1"))
+    snap = cycle_view.take(engine.state("c1"))
     for node in (*snap.tree.queues.values(), *snap.tree.cohorts.values()):
         for fr, used in node.usage.items():
             assert used <= node.potential(fr), (node.name, fr, used, node.potential(fr))
@@ -95,7 +95,7 @@ def _run(specs: Any, loads: Any, plan: Any, tas: bool, check: Any) -> None:
     for step in plan:
         state = engine.state("c1")
         if step == "finish":
-            holders = [w for w in snapshot.take(state).holders() if not w.view.is_true("Evicted")]
+            holders = [w for w in cycle_view.take(state).holders() if not w.view.is_true("Evicted")]
             if holders:
                 engine.handle(parse_event(b.modified(_finished(wires[holders[0].key]))))
             continue

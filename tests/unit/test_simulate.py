@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from domain.scheduler.config import SchedulerConfig, from_mapping
-from services.inputs import read_records
+from services.record_files import read_records
 from services.replay import replay_records
 from services.simulate import metrics
 from services.simulate.baselines import easy, fcfs, greedy

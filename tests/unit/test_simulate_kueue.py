@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from domain.scheduler.config import SchedulerConfig, from_mapping
-from services.inputs import read_records
+from services.record_files import read_records
 from services.replay import replay_records
-from services.simulate import metrics, quota, share
+from services.simulate import kueue_quota, metrics, share
 from services.simulate.baselines import fcfs
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome
@@ -204,7 +204,7 @@ def test_without_wait_for_pods_ready_nothing_is_woken() -> None:
 
 
 def test_derived_quota_shares_the_nodes_among_the_queues() -> None:
-    objects = quota.derived([*KUEUE.jobs, KUEUE.jobs[0].__class__("other", 0, 1, queue="b", scheduler="kueue")],
+    objects = kueue_quota.derived([*KUEUE.jobs, KUEUE.jobs[0].__class__("other", 0, 1, queue="b", scheduler="kueue")],
                             THREE_NODES)  # fmt: skip
     kinds = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
     assert kinds == [
@@ -225,10 +225,10 @@ def test_quota_file_is_read_in_creation_order(tmp_path: Path) -> None:
         "kind: LocalQueue\nmetadata: {name: lq}\nspec: {clusterQueue: cq}\n---\n"
         "- kind: ClusterQueue\n  metadata: {name: cq}\n  spec: {}\n- kind: ResourceFlavor\n  metadata: {name: f}\n"
     )
-    assert [obj["kind"] for obj in quota.read(path)] == ["ResourceFlavor", "ClusterQueue", "LocalQueue"]
+    assert [obj["kind"] for obj in kueue_quota.read(path)] == ["ResourceFlavor", "ClusterQueue", "LocalQueue"]
     path.write_text("kind: Pod\nmetadata: {name: p}\n")
     with pytest.raises(TraceError, match="expected Kueue objects"):
-        quota.read(path)
+        kueue_quota.read(path)
 
 
 def test_kueue_shape_counts() -> None:
@@ -250,7 +250,7 @@ def test_kueue_shape_runs_closed_loop_and_replays(tmp_path: Path) -> None:
 
 def test_queue_share_against_its_nominal_quota() -> None:
     outcome, _, _ = closed_loop(KUEUE)
-    deserved = share.kueue(quota.derived(KUEUE.jobs, KUEUE.nodes), outcome.capacity)
+    deserved = share.kueue(kueue_quota.derived(KUEUE.jobs, KUEUE.nodes), outcome.capacity)
     assert deserved == {"team": {"cpu": 1.0, "memory": 0.0}}  # all 8 cpu; memory is not in its quota
     team = metrics.compute(outcome, deserved)["queues"]["team"]
     # cpu-seconds held over [0, 102]: low 4 x 100, mid 2 x (3 + 10), high 4 x 20

@@ -1,4 +1,4 @@
-"""domain.snapshot: the engine's state to a versioned JSON-able dict and back; a replay from a
+"""domain.saved_state: the engine's state to a versioned JSON-able dict and back; a replay from a
 snapshot plus the rest of the stream equals a replay from the start."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from domain import snapshot
+from domain import saved_state
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import parse_event
@@ -38,7 +38,7 @@ def _resumes_at_every_cut(config: SchedulerConfig, lines: list[str], want: list[
         head = Engine(config, on_markers=lambda _: True)
         got = _feed(head, lines[:cut])
         resumed = Engine(config, on_markers=lambda _: True)
-        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        saved_state.restore(resumed, _through_json(saved_state.take(head)))
         got += _feed(resumed, lines[cut:])
         assert got == want, cut
 
@@ -70,16 +70,16 @@ def test_snapshot_plus_tail_equals_full_replay_at_every_cut(name: str) -> None:
     lines = STREAMS[name]()
     full = _engine()
     want = _feed(full, lines)
-    want_state = snapshot.take(full)
+    want_state = saved_state.take(full)
     assert want, "the stream must decide something"
     for cut in range(len(lines) + 1):
         head = _engine()
         got = _feed(head, lines[:cut])
         resumed = _engine()
-        snapshot.restore(resumed, _through_json(snapshot.take(head)))
+        saved_state.restore(resumed, _through_json(saved_state.take(head)))
         got += _feed(resumed, lines[cut:])
         assert got == want, cut
-        assert snapshot.take(resumed) == want_state, cut
+        assert saved_state.take(resumed) == want_state, cut
 
 
 def test_a_cut_while_a_preemptor_waits_for_its_victim_resumes_exactly() -> None:
@@ -120,10 +120,10 @@ def test_a_cut_while_a_second_pass_backs_off_resumes_exactly() -> None:
 def test_a_snapshot_round_trips() -> None:
     engine = _engine()
     _feed(engine, _mixed_stream())
-    data = snapshot.take(engine)
+    data = saved_state.take(engine)
     restored = _engine()
-    snapshot.restore(restored, _through_json(data))
-    assert snapshot.take(restored) == data
+    saved_state.restore(restored, _through_json(data))
+    assert saved_state.take(restored) == data
     assert restored.clusters["c1"].objects == engine.clusters["c1"].objects
     assert restored.clusters["c1"].machines == engine.clusters["c1"].machines
     assert restored.clusters["c1"].counters["illegal_transition"] == 1
@@ -132,8 +132,8 @@ def test_a_snapshot_round_trips() -> None:
 def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
     engine = _engine()
     _feed(engine, [b.added(b.node("n", cpu="500m")), b.added(b.pod("p", node_name="n", phase="Running"))])
-    data = snapshot.take(engine)
-    assert data["version"] == snapshot.SNAPSHOT_VERSION == 1
+    data = saved_state.take(engine)
+    assert data["version"] == saved_state.SNAPSHOT_VERSION == 1
     cluster = data["clusters"]["c1"]
     assert set(cluster) == {
         "nextSeq",
@@ -152,8 +152,8 @@ def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
 
 
 def test_an_unknown_version_is_refused() -> None:
-    with pytest.raises(snapshot.SnapshotError, match="snapshot version 2 is not supported"):
-        snapshot.restore(_engine(), {"version": 2, "clusters": {}})
+    with pytest.raises(saved_state.SnapshotError, match="snapshot version 2 is not supported"):
+        saved_state.restore(_engine(), {"version": 2, "clusters": {}})
 
 
 def test_a_cut_while_local_queues_carry_admission_fair_sharing_usage_resumes_exactly() -> None:

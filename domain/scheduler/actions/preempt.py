@@ -9,7 +9,7 @@ gang that still could not run. The preemptor binds in a later cycle, once its vi
 
 from __future__ import annotations
 
-from domain.scheduler import eviction
+from domain.scheduler import victims
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, TaskInfo
 
@@ -22,12 +22,12 @@ def _same_queue_lower_priority(session: Session, job: JobInfo) -> list[TaskInfo]
         for other in session.snapshot.jobs.values()
         if other.queue == job.queue and other.key != job.key and other.priority < job.priority
         for t in other.tasks
-        if t.status in eviction.EVICTABLE
+        if t.status in victims.EVICTABLE
     ]
 
 
 def execute(session: Session) -> None:
     # 1. Starving gangs, in queue then job order; 2. for each, victims in its own queue;
     # 3. commit the evictions only when the whole gang would then fit.
-    for job in eviction.starving(session):
-        eviction.evict_for(session, job, _same_queue_lower_priority(session, job), session.preemptable, NAME)
+    for job in victims.starving(session):
+        victims.evict_for(session, job, _same_queue_lower_priority(session, job), session.preemptable, NAME)

@@ -4,7 +4,7 @@ never evicting critical pods; committed only when the whole gang would then fit.
 
 from __future__ import annotations
 
-from domain.scheduler import eviction
+from domain.scheduler import victims
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import JobInfo, TaskInfo
 
@@ -17,12 +17,12 @@ def _other_queues(session: Session, job: JobInfo) -> list[TaskInfo]:
         for other in session.snapshot.jobs.values()
         if other.queue != job.queue
         for t in other.tasks
-        if t.status in eviction.EVICTABLE
+        if t.status in victims.EVICTABLE
     ]
 
 
 def execute(session: Session) -> None:
     # 1. Starving gangs, in queue then job order; 2. for each, victims in other queues;
     # 3. commit the evictions only when the whole gang would then fit.
-    for job in eviction.starving(session):
-        eviction.evict_for(session, job, _other_queues(session, job), session.reclaimable, NAME)
+    for job in victims.starving(session):
+        victims.evict_for(session, job, _other_queues(session, job), session.reclaimable, NAME)

@@ -13,7 +13,7 @@ from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.plugin_args import number
-from domain.scheduler.quota import describe, over
+from domain.scheduler.queue_shares import describe, over
 from domain.scheduler.session import Plugin, Session
 from domain.scheduler.snapshot import JobInfo, Snapshot
 

@@ -11,7 +11,7 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.quota import (
+from domain.scheduler.queue_shares import (
     Ledger,
     describe,
     over,
