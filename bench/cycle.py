@@ -13,10 +13,10 @@ import json
 import time
 from dataclasses import dataclass
 
+from domain.cycle import run_cycle
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig, from_mapping
-from domain.scheduler.cycle import run_cycle
 
 SIZES = (1, 4, 8, 16, 21)
 QUEUES = (("org", ""), ("a", "org"), ("b", "org"), ("c", "org"))
@@ -104,7 +104,7 @@ def measure(nodes: int, config: SchedulerConfig = CONFIG, *, unique_shapes: bool
     state = engine.state("bench")
     pods = sum(1 for p in state.pods().values() if not p.spec.node_name)
     started, cpu_started = time.perf_counter(), time.process_time()
-    decisions = run_cycle(state, config, seq=state.next_seq)
+    decisions = run_cycle(state, engine.cache(state), config, seq=state.next_seq)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     placed = sum(1 for d in decisions if d.kind == "Bind")
     node_list = [{"cpu": 64000, "memory": 512 * 2**30 * 1000, "nvidia.com/gpu": 8000, "pods": 110000}] * nodes

@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from domain.cache import ClusterCache
+from domain.cycle import run_cycle
 from domain.decisions import Decision
 from domain.events import Inbound, ScheduleMarker
-from domain.kueue import deadlines
+from domain.kueue import deadlines, workloads
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.cycle import run_cycle
 from domain.state import ClusterState
 
 
@@ -37,12 +38,21 @@ class Engine:
         self.config = config
         self._on_markers = on_markers
         self.clusters: dict[str, ClusterState] = {}
+        self.caches: dict[str, ClusterCache] = {}  # what the schedulers keep between cycles, per cluster
 
     def state(self, cluster: str) -> ClusterState:
         state = self.clusters.get(cluster)
         if state is None:
             state = self.clusters[cluster] = ClusterState(cluster, on_markers=self._on_markers(cluster))
         return state
+
+    def cache(self, state: ClusterState) -> ClusterCache:
+        """The cache of ``state``'s cluster; a new one (built from scratch by the next cycle) when
+        the cluster's state object is new (a restore, or a cluster rebuilt from the store)."""
+        cache = self.caches.get(state.name)
+        if cache is None or cache.state is not state:
+            cache = self.caches[state.name] = ClusterCache(state)
+        return cache
 
     def handle(self, event: Inbound) -> Processed:
         """Fold ``event`` and run the cycle it triggers. An exception of the fold propagates (the
@@ -56,7 +66,7 @@ class Engine:
         if not isinstance(event, ScheduleMarker) and state.on_markers:
             return Processed(event.cluster, seq, [])
         try:
-            return Processed(event.cluster, seq, run_cycle(state, self.config, seq=seq))
+            return Processed(event.cluster, seq, run_cycle(state, self.cache(state), self.config, seq=seq))
         except MemoryError:
             raise  # the machine, not the input
         except Exception as exc:  # whatever one object makes the cycle raise
@@ -67,4 +77,8 @@ class Engine:
         act although no event came (``domain.kueue.deadlines``), or None. Only Kueue steps wait
         for the clock: no Volcano action or plugin reads it."""
         state = self.clusters.get(cluster)
-        return None if state is None else deadlines.next_deadline(state, self.config.kueue)
+        if state is None or not state.objects.get("Workload"):
+            return None
+        cache = self.cache(state)
+        cache.kueue = workloads.renew(cache.kueue, state, cache.changes)
+        return deadlines.next_deadline(state, self.config.kueue, cache.kueue)

@@ -20,6 +20,7 @@ not applied.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -57,23 +58,13 @@ class ClusterState:
     events_since_marker: int = 0
     # Admission Fair Sharing: each LocalQueue's decayed usage, sampled by Kueue cycles.
     local_queue_usage: dict[ObjectKey, LocalQueueUsage] = field(default_factory=dict)
-    # Values derived from the objects above and memoised by the code that derives them (never
-    # a fact of its own: dropping it changes no decision); not compared, printed or snapshotted.
-    derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
-    # Keys of the objects of a kind that watch events changed since the code memoising that
-    # kind last took them (``take_changed``), and of the pods and PodGroups whose machine status
-    # a decision changed; kept only for kinds someone takes. Derived too.
-    changed: dict[str, set[ObjectKey]] = field(default_factory=dict, repr=False, compare=False)
+    # Who hears of each change this state folds (an object added, changed or deleted by a watch
+    # event, or its machine status changed by a recorded decision): the Engine attaches its
+    # cache's ``Changes`` here. Not a fact: not compared, printed or snapshotted.
+    listener: Callable[[str, ObjectKey], None] | None = field(default=None, repr=False, compare=False)
 
     def of_kind(self, kind: str) -> dict[ObjectKey, KubeObject]:
         return self.objects.setdefault(kind, {})
-
-    def take_changed(self, kind: str) -> set[ObjectKey]:
-        """The keys of ``kind`` changed (added, modified, deleted) since the last call; the
-        first call returns nothing and starts keeping them. For the one memo of that kind."""
-        keys = self.changed.get(kind, set())
-        self.changed[kind] = set()
-        return keys
 
     def pods(self) -> dict[ObjectKey, Pod]:
         return self.of_kind("Pod")  # type: ignore[return-value]
@@ -262,9 +253,8 @@ class ClusterState:
             self.tombstones.add(uid)
 
     def _note_change(self, kind: str, key: ObjectKey) -> None:
-        keys = self.changed.get(kind)
-        if keys is not None:
-            keys.add(key)
+        if self.listener is not None:
+            self.listener(kind, key)
 
     def _apply_watch(self, event: WatchEvent, seq: int) -> None:
         obj = event.obj

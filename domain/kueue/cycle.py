@@ -20,15 +20,15 @@ from domain.kueue import (
     second_pass,
 )
 from domain.kueue.workload_status import Outbox
+from domain.kueue.workloads import WorkloadIndex
 from domain.state import ClusterState
 
 
-def run(state: ClusterState, settings: Mapping[str, Any], *, seq: int) -> list[Decision]:
-    """The Kueue decisions of the cycle at ``seq``; ``settings`` is the config's ``kueue:``."""
-    if not state.objects.get("Workload"):
-        return []
+def run(state: ClusterState, workloads: WorkloadIndex, settings: Mapping[str, Any], *, seq: int) -> list[Decision]:
+    """The Kueue decisions of the cycle at ``seq`` over ``workloads`` (the renewed index);
+    ``settings`` is the config's ``kueue:``."""
     # 1. Snapshot: quota tree with the usage of every workload holding quota.
-    snap = cycle_view.take(state)
+    snap = cycle_view.take(state, workloads)
     box = Outbox(snap, seq)
     # 2. Lifecycle: release evicted quota (phase two), deactivation, drains, PodsReady timeouts.
     lifecycle_steps.run(snap, box, settings)

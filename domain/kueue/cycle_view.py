@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from domain.changes import Changes
 from domain.kueue.cohort_tree import QuotaTree, build
-from domain.kueue.workloads import EPOCH, LocalQueueRef, WorkloadIndex, WorkloadInfo, index_of
+from domain.kueue.workloads import EPOCH, LocalQueueRef, WorkloadIndex, WorkloadInfo, renew
 from domain.objects.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology
 from domain.objects.meta import ObjectKey, key_of
 from domain.quantity import ResourceList
@@ -71,11 +72,12 @@ class KueueSnapshot:
         return self.state.clock or EPOCH
 
 
-def take(state: ClusterState) -> KueueSnapshot:
+def take(state: ClusterState, workloads: WorkloadIndex) -> KueueSnapshot:
+    """The cycle's view of the state's Kueue objects, with ``workloads``, the renewed index."""
+
     def named(kind: str, cls: type[Any]) -> dict[str, Any]:
         return {o.metadata.name: o for o in state.of_kind(kind).values() if isinstance(o, cls)}
 
-    workloads = index_of(state)
     namespaces = {o.metadata.name: dict(o.metadata.labels) for o in state.of_kind("Namespace").values()}
     return KueueSnapshot(
         state=state,
@@ -88,3 +90,9 @@ def take(state: ClusterState) -> KueueSnapshot:
         namespaces=namespaces,
         workloads=workloads,
     )
+
+
+def fresh(state: ClusterState) -> KueueSnapshot:
+    """The view with a workload index built from scratch, for readers outside the cycle
+    (``explain``, tests): the one the cycle would take, without touching the cycle's cache."""
+    return take(state, renew(None, state, Changes()))

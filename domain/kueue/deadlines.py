@@ -29,20 +29,19 @@ from datetime import datetime
 from typing import Any
 
 from domain.kueue.lifecycle_steps import pods_ready_deadline, pods_ready_timeout
-from domain.kueue.workloads import EPOCH, index_of
+from domain.kueue.workloads import EPOCH, WorkloadIndex
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState
 
 
-def next_deadline(state: ClusterState, settings: Mapping[str, Any]) -> datetime | None:
+def next_deadline(state: ClusterState, settings: Mapping[str, Any], index: WorkloadIndex) -> datetime | None:
     """The earliest scheduler-clock instant after ``state.clock`` at which a Kueue cycle would
-    act with no new event, or None; ``settings`` is the config's ``kueue:``. It looks only at
-    the live workloads that hold quota or wait in a queue (renewing the workload index the
-    cycle keeps, as the next cycle would)."""
+    act with no new event, or None; ``settings`` is the config's ``kueue:``, ``index`` the
+    workload index the cycle keeps, renewed. It looks only at the live workloads that hold
+    quota or wait in a queue."""
     if not state.objects.get("Workload"):
         return None
     now = state.clock or EPOCH
-    index = index_of(state)
     timeout = pods_ready_timeout(settings)
     queues = state.of_kind("ClusterQueue")
     found: list[datetime] = []

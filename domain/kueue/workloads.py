@@ -2,8 +2,8 @@
 (``WorkloadInfo``), filed by what a cycle asks for (``WorkloadIndex``): those holding quota,
 those waiting in each LocalQueue in queue order, and those the activation step must look at.
 
-The index is kept between cycles in ``state.derived`` and renewed only for the workloads a
-watch event changed (``ClusterState.take_changed``); the statuses a cycle decides re-file
+The index is kept between cycles in the Engine's cache (``domain.cache.ClusterCache``) and
+renewed only for the workloads a watch event changed (``Changes``); the statuses a cycle decides re-file
 their workload (``refile``). So a cycle costs what the live workloads it looks at cost, and a
 finished workload is never looked at again.
 """
@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from domain import quantity
+from domain.changes import Changes
 from domain.kueue.cohort_tree import FlavorResource
 from domain.lifecycle.workload import WorkloadView, is_active
 from domain.objects.kueue import Workload
@@ -200,12 +201,12 @@ def _filing(info: WorkloadInfo) -> tuple[bool, bool, bool]:
     )
 
 
-def index_of(state: ClusterState) -> WorkloadIndex:
-    """The state's workload index, renewed where watch events changed workloads."""
-    changed = state.take_changed("Workload")
-    index = state.derived.get("kueue")
-    if not isinstance(index, WorkloadIndex):
-        index = state.derived["kueue"] = WorkloadIndex()
+def renew(index: WorkloadIndex | None, state: ClusterState, changes: Changes) -> WorkloadIndex:
+    """``index`` (the last cycle's, or None for a new one) renewed where watch events changed
+    workloads since then."""
+    changed = changes.take("Workload")
+    if index is None:
+        index = WorkloadIndex()
         changed = set(state.of_kind("Workload"))
     for key in sorted(changed):
         index.renew(state, key)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from domain.reasons import FitSummary
-from domain.scheduler.snapshot import NodeInfo, Snapshot, TaskInfo
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
 
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
 Predicate = Callable[[TaskInfo, NodeInfo], list[str]]
@@ -99,15 +100,21 @@ class Candidates:
         return None, summary
 
 
-def carry(previous: object, predicate: Predicate, score: Score, snapshot: Snapshot) -> Candidates:
-    """The last cycle's candidates for a session over ``snapshot``, the nodes it built again marked
-    as changed; new ones for a new node set (or a first cycle). Only for node-local predicates and
-    scores: the rankings keep the answers they gave the last session."""
-    if not isinstance(previous, Candidates) or previous.holds is not snapshot.nodes or snapshot.rebuilt is None:
-        return Candidates(predicate, score, holds=snapshot.nodes)
+def carry(
+    previous: Candidates | None,
+    predicate: Predicate,
+    score: Score,
+    nodes: dict[str, NodeInfo],
+    rebuilt: set[str] | None,
+) -> Candidates:
+    """The last cycle's candidates for a session over a snapshot's ``nodes``, those it built again
+    (``rebuilt``) marked as changed; new ones for a new node set (or a first cycle). Only for
+    node-local predicates and scores: the rankings keep the answers they gave the last session."""
+    if previous is None or previous.holds is not nodes or rebuilt is None:
+        return Candidates(predicate, score, holds=nodes)
     previous.predicate, previous.score = predicate, score
-    for name in sorted(snapshot.rebuilt):
-        node = snapshot.nodes[name]
+    for name in sorted(rebuilt):
+        node = nodes[name]
         for ranking in previous._holding.get(name, ()):
             ranking.nodes[name] = node
         previous.changed(node)

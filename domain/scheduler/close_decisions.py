@@ -18,8 +18,8 @@ from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStat
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.reasons import Reason, gang_pipelined, gang_unschedulable, most_severe
+from domain.scheduler.infos import PLACED, JobInfo, QueueInfo, TaskStatus
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import PLACED, JobInfo, QueueInfo, TaskStatus
 from domain.state import ClusterState
 
 _SCHEDULED = ("Scheduled", "True", "tasks in gang are ready to be scheduled", "")

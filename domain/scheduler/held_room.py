@@ -21,9 +21,10 @@ from collections.abc import Callable
 from domain import quantity
 from domain.quantity import ResourceList
 from domain.scheduler.extension_points import Vote
+from domain.scheduler.infos import JobInfo, TaskInfo
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.session import Key, Session
-from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo
 from domain.scheduler.statement import Statement
 
 

@@ -2,36 +2,31 @@
 
 The Node and HyperNode objects of a ``ClusterState`` are immutable and replaced on every change,
 so a table built from them stays right for as long as the same objects (and the same IB label)
-are there: every cycle compares them (identity first, then value) and rebuilds only on a change.
-A pod's effective request, and what a task takes from its pod alone (``snapshot``'s facts), are
-memoised the same way, per pod object, as is what a job takes from its PodGroup alone. Nothing here is a decision
-input that a cycle could not recompute from the state: a fresh ``Memo`` gives the same snapshot.
+are there: a cycle rebuilds it only when a watch event changed a Node or HyperNode. The nodes
+with their idle resources (``idle_nodes``) are kept the same way, per node, and built again only
+where a changed pod or the last session's statements changed the node's load. ``NodeMemo``
+holds both in the scheduler's cache; a fresh one gives the same snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from domain import quantity
+from domain.changes import Changes
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
-from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup
 from domain.quantity import ResourceList
 from domain.scheduler.network_domains import (
     HYPERNODE,
     Domain,
-    TopologyRequest,
     hyper_domains,
-    hyper_request,
     label_domains,
     where_key,
 )
+from domain.scheduler.object_facts import Facts, request_of
 from domain.state import ClusterState
-
-TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belongs to (minTaskMember)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(slots=True, eq=False)
@@ -63,33 +58,9 @@ class NodeTable:
     node_domains: dict[str, list[str]]  # node -> where-keys of its domains
 
 
-@dataclass(frozen=True, slots=True)
-class PodFacts:
-    """What a snapshot's task takes from its pod object alone."""
-
-    group: str  # its PodGroup's name; "" for a lone pod
-    job: ObjectKey | None  # its PodGroup's key; None for a lone pod (the pod's own key)
-    request: ResourceList  # shared: never change it
-    priority: int
-    role: str
-    created: float
-
-
-@dataclass(frozen=True, slots=True)
-class GroupFacts:
-    """What a snapshot's job takes from its PodGroup object alone."""
-
-    created: float
-    topology: TopologyRequest | None
-    job_owners: tuple[tuple[ObjectKey, str], ...]  # (key, uid) of the Volcano Jobs that own it
-
-
 @dataclass(slots=True, eq=False)
-class Memo:
+class NodeMemo:
     table: NodeTable | None = None
-    requests: dict[int, tuple[Pod, ResourceList]] = field(default_factory=dict)  # id(pod) -> (pod, request)
-    facts: dict[int, tuple[Pod, PodFacts]] = field(default_factory=dict)  # id(pod) -> (pod, its facts)
-    groups: dict[int, tuple[PodGroup, str, GroupFacts]] = field(default_factory=dict)  # id -> (group, label, facts)
     nodes: dict[str, NodeInfo] | None = None  # the last snapshot's nodes, built from ``nodes_table``
     nodes_table: NodeTable | None = None
     placed: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> the node it holds resources on
@@ -120,10 +91,10 @@ def _build(
     return NodeTable(source, rows, total, largest, ib, hyper, members, node_domains)
 
 
-def node_table(state: ClusterState, memo: Memo, label: str) -> NodeTable:
+def node_table(state: ClusterState, memo: NodeMemo, changes: Changes, label: str) -> NodeTable:
     """The table for the state's nodes now: the memo's when they are the same objects (at once
     when no watch event changed a Node or HyperNode since the last call)."""
-    changed = state.take_changed("Node") | state.take_changed("HyperNode")
+    changed = changes.take("Node") | changes.take("HyperNode")
     if memo.table is not None and not changed and memo.table.source[0] == label:
         return memo.table
     nodes = state.objects.get("Node", {})
@@ -135,68 +106,6 @@ def node_table(state: ClusterState, memo: Memo, label: str) -> NodeTable:
     return memo.table
 
 
-def request_of(memo: Memo, pod: Pod) -> ResourceList:
-    """``pod.spec.requests()``, computed once per pod object; the caller must not change it."""
-    entry = memo.requests.get(id(pod))
-    if entry is None or entry[0] is not pod:
-        entry = memo.requests[id(pod)] = (pod, pod.spec.requests())
-    return entry[1]
-
-
-def seconds(moment: datetime | None) -> float:
-    return ((moment or _EPOCH) - _EPOCH).total_seconds()
-
-
-def pod_facts(memo: Memo, pod: Pod) -> PodFacts:
-    """What a task takes from its pod alone, computed once per pod object."""
-    entry = memo.facts.get(id(pod))
-    if entry is None or entry[0] is not pod:
-        name = pod.group_name()
-        job = ObjectKey(f"{pod.metadata.namespace}/{name}") if name else None
-        # The task name: the annotation, else the label of the same name (Volcano's getTaskID).
-        role = pod.metadata.annotations.get(TASK_SPEC_ANNOTATION) or pod.metadata.labels.get(TASK_SPEC_ANNOTATION, "")
-        facts = PodFacts(
-            name, job, request_of(memo, pod), pod.spec.priority or 0, role, seconds(pod.metadata.creation_timestamp)
-        )
-        entry = memo.facts[id(pod)] = (pod, facts)
-    return entry[1]
-
-
-def _topology(group: PodGroup, label: str) -> TopologyRequest | None:
-    if group.metadata.annotations.get(NETWORK_TOPOLOGY_ANNOTATION) == "ib-cluster":
-        return TopologyRequest(hard=True, highest_tier=None, label=label)
-    spec = group.spec.network_topology
-    if spec is None:
-        return None
-    return hyper_request(spec)
-
-
-def group_facts(memo: Memo, group: PodGroup, label: str) -> GroupFacts:
-    """What a job takes from its PodGroup alone (``label`` names IB clusters), once per object."""
-    entry = memo.groups.get(id(group))
-    if entry is None or entry[0] is not group or entry[1] != label:
-        meta = group.metadata
-        owners = tuple(
-            (ObjectKey(f"{meta.namespace}/{owner.name}"), owner.uid)
-            for owner in meta.owner_references
-            if owner.kind == "Job"
-        )
-        facts = GroupFacts(seconds(meta.creation_timestamp), _topology(group, label), owners)
-        entry = memo.groups[id(group)] = (group, label, facts)
-    return entry[2]
-
-
-def forget_gone(memo: Memo, pods: dict[object, Pod], groups: dict[object, object]) -> None:
-    """Drop the memoised requests and facts of pod and PodGroup objects the state no longer holds."""
-    if len(memo.requests) > 2 * len(pods) + 64 or len(memo.facts) > 2 * len(pods) + 64:
-        live = {id(p) for p in pods.values()}
-        memo.requests = {k: v for k, v in memo.requests.items() if k in live}
-        memo.facts = {k: v for k, v in memo.facts.items() if k in live}
-    if len(memo.groups) > 2 * len(groups) + 64:
-        live = {id(g) for g in groups.values()}
-        memo.groups = {k: v for k, v in memo.groups.items() if k in live}
-
-
 def _fresh(row: NodeRow, load: Iterable[ResourceList]) -> NodeInfo:
     idle = dict(row.allocatable)
     for request in load:
@@ -205,7 +114,7 @@ def _fresh(row: NodeRow, load: Iterable[ResourceList]) -> NodeInfo:
     return NodeInfo(row.name, row.node, row.allocatable, idle, row.labels)
 
 
-def _place(state: ClusterState, memo: Memo, changed: Iterable[ObjectKey]) -> set[str]:
+def _place(state: ClusterState, memo: NodeMemo, facts: Facts, changed: Iterable[ObjectKey]) -> set[str]:
     """File the ``changed`` pods under the node they hold resources on now; the nodes whose load changed."""
     pods = state.objects.get("Pod", {})
     moved: set[str] = set()
@@ -214,7 +123,7 @@ def _place(state: ClusterState, memo: Memo, changed: Iterable[ObjectKey]) -> set
         before = memo.loads[old].pop(key) if old else None
         pod = pods.get(key)
         name = state.node_of(pod, key) if isinstance(pod, Pod) and not pod.is_finished() else ""
-        request = request_of(memo, pod) if name and isinstance(pod, Pod) else None
+        request = request_of(facts, pod) if name and isinstance(pod, Pod) else None
         if name and request is not None:
             memo.placed[key] = name
             memo.loads.setdefault(name, {})[key] = request
@@ -225,7 +134,9 @@ def _place(state: ClusterState, memo: Memo, changed: Iterable[ObjectKey]) -> set
     return moved
 
 
-def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable, changed: set[ObjectKey]) -> dict[str, NodeInfo]:
+def idle_nodes(
+    state: ClusterState, memo: NodeMemo, facts: Facts, table: NodeTable, changed: set[ObjectKey]
+) -> dict[str, NodeInfo]:
     """Every node with its idle resources: allocatable less the requests of the unfinished pods
     on it (bound by the cluster or by our decision). ``changed`` are the pods changed since the
     last call; only nodes whose load they changed, or that the last session's statements
@@ -233,9 +144,9 @@ def idle_nodes(state: ClusterState, memo: Memo, table: NodeTable, changed: set[O
     nodes are valid until the next ``build``)."""
     if memo.nodes is None:
         memo.placed, memo.loads = {}, {}
-        moved = _place(state, memo, list(state.objects.get("Pod", {})))
+        moved = _place(state, memo, facts, list(state.objects.get("Pod", {})))
     else:
-        moved = _place(state, memo, sorted(changed))
+        moved = _place(state, memo, facts, sorted(changed))
     nodes = memo.nodes
     rebuilt: set[str] | None = None
     if nodes is None or memo.nodes_table is not table:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 from domain import quantity
 from domain.reasons import FitSummary, Reason, Verdict
+from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.network_domains import HYPERNODE, Domain, TopologyRequest, where_key
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo
 from domain.scheduler.statement import Statement
 
 

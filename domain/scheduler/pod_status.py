@@ -9,8 +9,8 @@ from __future__ import annotations
 from domain import decisions
 from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.reasons import most_severe
+from domain.scheduler.infos import TaskStatus
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import TaskStatus
 from domain.state import ClusterState
 
 

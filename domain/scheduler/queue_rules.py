@@ -16,7 +16,8 @@ from domain import decisions, quantity
 from domain.decisions import Decision, DecisionKind, ObjectRef
 from domain.lifecycle.queue import QueuePhase
 from domain.reasons import Reason
-from domain.scheduler.snapshot import PLACED, ROOT, QueueInfo, Snapshot
+from domain.scheduler.infos import PLACED, ROOT, QueueInfo
+from domain.scheduler.snapshot import Snapshot
 from domain.state import ClusterState
 
 

@@ -10,7 +10,8 @@ from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
-from domain.scheduler.snapshot import JobInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
+from domain.scheduler.infos import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from domain.scheduler.snapshot import Snapshot
 
 
 def over(amount: Mapping[str, int], limit: Mapping[str, int], dims: set[str] | None = None) -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 from domain.scheduler import candidates
 from domain.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
+from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.plugins import (
     binpack,
@@ -66,20 +67,20 @@ NODE_LOCAL = frozenset({predicates.NAME, nodeorder.NAME, binpack.NAME})
 other jobs or where they run): node rankings made with them stay right across cycles."""
 
 
-def open_session(snapshot: Snapshot, config: SchedulerConfig, memo: dict[str, object]) -> Session:
+def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCache) -> Session:
     """A session whose plugins, tier by tier, have registered their callbacks. With node-local
-    plugins only it carries on the node rankings of the last cycle, kept in ``memo``."""
+    plugins only it carries on the node rankings of the last cycle, kept in ``cache``."""
     session = Session(snapshot, config)
     for tier, plugins in enumerate(config.tiers):
         session.tier = tier
         for plugin in plugins:
             session.switches = plugin.options
             PLUGINS[plugin.name](plugin.options).on_open(session)
-    session.kept = memo
+    session.kept = cache.kept
     session.node_local = session.ranks_by(NODE_LOCAL)
-    previous = memo.pop("candidates", None)
+    previous, cache.rankings = cache.rankings, None
     if session.node_local:
-        session.candidates = memo["candidates"] = candidates.carry(
-            previous, session.predicate, session.node_score, snapshot
+        session.candidates = cache.rankings = candidates.carry(
+            previous, session.predicate, session.node_score, snapshot.nodes, snapshot.rebuilt
         )
     return session

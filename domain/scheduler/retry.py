@@ -25,8 +25,8 @@ from domain.objects.core import Node, Pod
 from domain.objects.volcano import PodGroup
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler.extension_points import ExtensionPoint
+from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, TaskInfo, TaskStatus
 
 MEMO = "retry"
 

@@ -14,7 +14,9 @@ from domain.reasons import FitSummary, Verdict
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.extension_points import ExtensionPoint, Vote
-from domain.scheduler.snapshot import JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo
+from domain.scheduler.infos import JobInfo, QueueInfo, TaskInfo
+from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.snapshot import Snapshot
 
 Key = tuple[float, ...]
 F = TypeVar("F")
@@ -73,7 +75,7 @@ class Session:
         self._reclaimable: list[Hook[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]]] = []
         self.points: set[ExtensionPoint] = set()  # points that have at least one callback
         self.node_local = False  # predicates and scores look at the task and the node alone (``registry``)
-        self.kept: dict[str, object] = {}  # memos kept from cycle to cycle (the state's derived values)
+        self.kept: dict[str, object] = {}  # what actions keep for the next session (``SchedulerCache.kept``)
         self.candidates = Candidates(self.predicate, self.node_score)
 
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.

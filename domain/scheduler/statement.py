@@ -14,8 +14,8 @@ from enum import StrEnum
 
 from domain import quantity
 from domain.quantity import ResourceList
+from domain.scheduler.infos import TaskInfo, TaskStatus
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import TaskInfo, TaskStatus
 
 
 class Operation(StrEnum):

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 from domain.reasons import Verdict
 from domain.scheduler import placement
+from domain.scheduler.infos import PLACED, JobInfo, SubGroup, TaskInfo, TaskStatus
 from domain.scheduler.network_domains import Domain
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.placement import Attempt
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import PLACED, JobInfo, NodeInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
-from domain.scheduler.subgroups import SubGroup
 
 
 def _placed(sub: SubGroup) -> int:

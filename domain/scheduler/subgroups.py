@@ -10,23 +10,9 @@ its policy asks for one; the gang is ready only when ``minSubGroups`` of a polic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from domain.objects.volcano import PodGroup
-from domain.scheduler.network_domains import TopologyRequest, hyper_request
-
-if TYPE_CHECKING:
-    from domain.scheduler.snapshot import TaskInfo
-
-
-@dataclass(slots=True, eq=False)
-class SubGroup:
-    name: str  # <policy>-<label values>
-    policy: str
-    size: int  # the sub-gang's minimum: placed whole or not at all
-    topology: TopologyRequest | None
-    tasks: list[TaskInfo] = field(default_factory=list)
+from domain.scheduler.infos import SubGroup, TaskInfo
+from domain.scheduler.network_domains import hyper_request
 
 
 def split(group: PodGroup | None, tasks: list[TaskInfo]) -> tuple[list[SubGroup], dict[str, int]]:

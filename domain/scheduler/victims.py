@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
+from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, NodeInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
 
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})

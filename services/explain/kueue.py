@@ -44,7 +44,7 @@ def workload(state: ClusterState, config: SchedulerConfig, wl: Workload, key: Ob
     waiting = view.condition("QuotaReserved")
     evicted = view.condition("Evicted")
     admission = view.admission or {}
-    snap = cycle_view.take(state)
+    snap = cycle_view.fresh(state)
     position = pending_positions(state, config.kueue).get(key)
     queue_name = admission.get("clusterQueue") or (position.cluster_queue if position else "")
     if not queue_name:
@@ -65,7 +65,7 @@ def workload(state: ClusterState, config: SchedulerConfig, wl: Workload, key: Ob
 
 
 def cluster_queue(state: ClusterState, config: SchedulerConfig, name: str) -> dict[str, Any]:
-    snap = cycle_view.take(state)
+    snap = cycle_view.fresh(state)
     node = snap.tree.queues.get(name)
     holders = sorted(i.key for i in snap.holders() if i.admitted_to == name)
     return {

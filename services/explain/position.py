@@ -44,7 +44,7 @@ class PendingPosition:
 
 def pending_positions(state: ClusterState, settings: Mapping[str, Any]) -> dict[ObjectKey, PendingPosition]:
     """Every pending workload's position, by workload key."""
-    snap = cycle_view.take(state)
+    snap = cycle_view.fresh(state)
     afs = admission_fair_sharing.from_settings(settings)
     by_queue: dict[str, list[WorkloadInfo]] = {}
     for local_queue, infos in snap.queued():

@@ -82,7 +82,7 @@ def _details(state: ClusterState, config: SchedulerConfig, target: Target, obj: 
         return kueue.cluster_queue(state, config, target.name)
     if isinstance(obj, LocalQueue):
         return kueue.local_queue(state, config, obj, key)
-    snap = scheduler_snapshot.build(state, config)
+    snap = scheduler_snapshot.fresh(state, config)
     if kind == "PodGroup":
         return volcano.gang(state, snap, key)
     if kind == "Queue":

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain import engine as engine_module
+from domain.cache import ClusterCache
 from domain.events import InvalidEvent, WatchEvent, parse_event, peek_cluster
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
@@ -156,10 +157,10 @@ def test_a_cycle_that_raises_is_skipped_with_a_reject_and_the_stream_goes_on(
 ) -> None:
     real_cycle = engine_module.run_cycle
 
-    def cycle(state: ClusterState, config: SchedulerConfig, *, seq: int) -> list[Any]:
+    def cycle(state: ClusterState, cache: ClusterCache, config: SchedulerConfig, *, seq: int) -> list[Any]:
         if seq == 50:
             raise ZeroDivisionError("an object the cycle cannot handle")
-        return real_cycle(state, config, seq=seq)
+        return real_cycle(state, cache, config, seq=seq)
 
     monkeypatch.setattr(engine_module, "run_cycle", cycle)
     records = _records(good)

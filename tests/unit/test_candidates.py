@@ -18,12 +18,12 @@ def _run(lines: list[str], *, forget: bool) -> tuple[list[Decision], int]:
     out: list[Decision] = []
     carried = 0
     for line in lines:
-        state = engine.state("c1")
-        before = state.derived.get("candidates")
+        cache = engine.cache(engine.state("c1"))
+        before = cache.volcano.rankings
         if forget:
-            state.derived.clear()
+            engine.caches.clear()
         out.extend(engine.handle(parse_event(line)).decisions)
-        after = state.derived.get("candidates")
+        after = engine.cache(engine.state("c1")).volcano.rankings
         carried += before is not None and after is before
     return out, carried
 

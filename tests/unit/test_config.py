@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.config import ConfigError, PluginConfig, SchedulerConfig, from_mapping
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.registry import open_session
@@ -155,7 +156,7 @@ def test_a_plugin_switch_must_be_a_boolean() -> None:
 def test_a_switch_set_to_false_keeps_the_plugin_off_that_extension_point_only() -> None:
     def points(options: dict[str, Any]) -> set[ExtensionPoint]:
         config = from_mapping({"tiers": [{"plugins": [{"name": "proportion", **options}]}]})
-        return open_session(Snapshot({}, {}, {}, [], [], {}), config, {}).points
+        return open_session(Snapshot({}, {}, {}, [], [], {}), config, SchedulerCache()).points
 
     on = points({})
     assert points({"enabledAllocatable": False}) == on - {ExtensionPoint.ALLOCATABLE}

@@ -313,9 +313,9 @@ def test_cycle_count(monkeypatch: pytest.MonkeyPatch, markers: bool, want_cycles
     cycles: list[int] = []
     real = engine_module.run_cycle
 
-    def spy(state: Any, config: SchedulerConfig, *, seq: int) -> list[Decision]:
+    def spy(state: Any, cache: Any, config: SchedulerConfig, *, seq: int) -> list[Decision]:
         cycles.append(seq)
-        return real(state, config, seq=seq)
+        return real(state, cache, config, seq=seq)
 
     monkeypatch.setattr(engine_module, "run_cycle", spy)
     lines = [

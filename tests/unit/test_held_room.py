@@ -14,8 +14,8 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugins.sla import waiting_time
-from domain.scheduler.snapshot import JobInfo
 from services.record_files import read_records
 from services.replay import replay_records
 from services.simulate.loop import run_closed_loop

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from domain.cache import ClusterCache
 from domain.engine import Engine
 from domain.events import InvalidEvent, parse_event
 from domain.scheduler import snapshot
@@ -21,8 +22,8 @@ from tests.scenarios.test_scenarios import discover, load
 from tests.streams import Shape, synthetic_stream
 
 
-def _view(state: ClusterState, config: SchedulerConfig) -> list[object]:
-    view = snapshot.build(state, config)
+def _view(state: ClusterState, config: SchedulerConfig, cache: ClusterCache) -> list[object]:
+    view = snapshot.build(state, config, cache.volcano, cache.changes)
     nodes = [
         (name, node.node, node.allocatable, node.labels, list(node.idle.items())) for name, node in view.nodes.items()
     ]
@@ -50,10 +51,11 @@ def _check(lines: list[str], config: SchedulerConfig) -> int:
             continue
         engine.handle(event)
         state = engine.state(event.cluster)
-        before = state.derived.get("jobs")
-        fresh = dataclasses.replace(state, derived={}, changed={})
-        assert _view(state, config) == _view(fresh, config)
-        kept += before is not None and state.derived.get("jobs") is before
+        cache = engine.cache(state)
+        before = cache.volcano.jobs
+        fresh = dataclasses.replace(state)
+        assert _view(state, config, cache) == _view(fresh, config, ClusterCache(fresh))
+        kept += before is not None and cache.volcano.jobs is before
     return kept
 
 
@@ -78,7 +80,7 @@ def _decisions(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> lis
         except InvalidEvent:
             continue
         if fresh:
-            engine.state(event.cluster).derived.clear()
+            engine.caches.pop(event.cluster, None)
         out.extend((d.kind, d.target, d.reason, d.fields) for d in engine.handle(event).decisions)
     return out
 

@@ -64,7 +64,7 @@ def _engine(queues: list[tuple[int, str | None]], loads: list[tuple[int, int, in
 def test_share_is_usage_above_nominal_over_lendable_divided_by_weight() -> None:
     engine = _engine([(0, "2"), (0, None), (8, "0")], [(0, 2, 0), (1, 2, 0), (2, 1, 0)])
     engine.handle(parse_event(b.marker(1)))
-    snap = cycle_view.take(engine.state("c1"))
+    snap = cycle_view.fresh(engine.state("c1"))
     tree = snap.tree.queues
     assert fair_sharing.share(snap, tree["cq0"]) == 250 * 1000 // 2000  # 2 of 8 borrowed, weight 2
     assert fair_sharing.share(snap, tree["cq1"]) == 250
@@ -96,7 +96,7 @@ def test_settings_default_strategies_and_disabled() -> None:
 def test_fair_sharing_never_preempts_another_queue_below_its_nominal_quota(queues: Any, loads: Any, ticks: int) -> None:
     engine = _engine(queues, loads)
     for second in range(1, ticks + 1):
-        snap = cycle_view.take(engine.state("c1"))
+        snap = cycle_view.fresh(engine.state("c1"))
         used = {name: dict(node.usage) for name, node in snap.tree.queues.items()}
         leaving = {w.key: w for w in snap.holders() if w.view.is_true("Evicted")}
         for info in leaving.values():
@@ -114,7 +114,7 @@ def test_fair_sharing_never_preempts_another_queue_below_its_nominal_quota(queue
             used[queue][("f", "cpu")] -= victim.usage()[("f", "cpu")]
             nominal = snap.tree.queues[queue].nominal[("f", "cpu")]
             assert used[queue][("f", "cpu")] >= nominal, (queue, used[queue], nominal)
-        check = cycle_view.take(engine.state("c1"))
+        check = cycle_view.fresh(engine.state("c1"))
         for node in (*check.tree.queues.values(), *check.tree.cohorts.values()):
             for fr, amount in node.usage.items():
                 assert amount <= node.potential(fr)

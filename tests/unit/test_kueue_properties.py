@@ -15,7 +15,7 @@ from domain.decisions import Decision, DecisionKind
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.kueue import cycle_view
-from domain.kueue.workloads import WorkloadIndex, index_of
+from domain.kueue.workloads import WorkloadIndex, renew
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.kueue import Workload
 from domain.scheduler.config import SchedulerConfig
@@ -76,7 +76,7 @@ def _workload(i: int, queue: int, cpu: int, priority: int, tas: bool) -> dict[st
 
 
 def _check_quota(engine: Engine) -> None:
-    snap = cycle_view.take(engine.state("c1"))
+    snap = cycle_view.fresh(engine.state("c1"))
     for node in (*snap.tree.queues.values(), *snap.tree.cohorts.values()):
         for fr, used in node.usage.items():
             assert used <= node.potential(fr), (node.name, fr, used, node.potential(fr))
@@ -95,7 +95,7 @@ def _run(specs: Any, loads: Any, plan: Any, tas: bool, check: Any) -> None:
     for step in plan:
         state = engine.state("c1")
         if step == "finish":
-            holders = [w for w in cycle_view.take(state).holders() if not w.view.is_true("Evicted")]
+            holders = [w for w in cycle_view.fresh(state).holders() if not w.view.is_true("Evicted")]
             if holders:
                 engine.handle(parse_event(b.modified(_finished(wires[holders[0].key]))))
             continue
@@ -108,7 +108,7 @@ def _run(specs: Any, loads: Any, plan: Any, tas: bool, check: Any) -> None:
         before = {key: state.workload_view(wl) for key, wl in workloads if isinstance(wl, Workload)}
         result = engine.handle(parse_event(b.marker(seconds)))
         check(engine, before, result.decisions)
-        _check_index(state)
+        _check_index(engine, state)
 
 
 def _filed(index: WorkloadIndex) -> tuple[object, ...]:
@@ -117,9 +117,10 @@ def _filed(index: WorkloadIndex) -> tuple[object, ...]:
     return views, sorted(index.holding), queued, sorted(index.flagged)
 
 
-def _check_index(state: ClusterState) -> None:
+def _check_index(engine: Engine, state: ClusterState) -> None:
     """The index kept between cycles equals one built from scratch, and holds no finished workload."""
-    kept = index_of(state)
+    cache = engine.cache(state)
+    kept = cache.kueue = renew(cache.kueue, state, cache.changes)
     fresh = WorkloadIndex()
     for key in state.of_kind("Workload"):
         fresh.renew(state, key)

@@ -10,9 +10,9 @@ import pytest
 from domain import quantity
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
+from domain.scheduler.infos import TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugins import binpack, nodeorder
-from domain.scheduler.snapshot import TaskInfo, TaskStatus
 
 GPU, FOO = "nvidia.com/gpu", "example.com/foo"
 

@@ -9,7 +9,7 @@ import msgspec
 from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
-from domain.scheduler.snapshot import TaskInfo, TaskStatus
+from domain.scheduler.infos import TaskInfo, TaskStatus
 from domain.scheduler.subgroups import split
 
 PID = "volcano.sh/partition-id"

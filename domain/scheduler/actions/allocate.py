@@ -20,8 +20,8 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
 from domain.scheduler import held_room, placement, retry, sub_placement
+from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
 
 NAME = "allocate"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.reasons import Reason, Verdict
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo
 
 NAME = "enqueue"
 

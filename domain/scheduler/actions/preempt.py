@@ -10,8 +10,8 @@ gang that still could not run. The preemptor binds in a later cycle, once its vi
 from __future__ import annotations
 
 from domain.scheduler import victims
+from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, TaskInfo
 
 NAME = "preempt"
 

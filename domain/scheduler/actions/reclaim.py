@@ -5,8 +5,8 @@ never evicting critical pods; committed only when the whole gang would then fit.
 from __future__ import annotations
 
 from domain.scheduler import victims
+from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.session import Session
-from domain.scheduler.snapshot import JobInfo, TaskInfo
 
 NAME = "reclaim"
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from domain import quantity
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import BINPACK_RESOURCE_PREFIX, arguments_of, binpack_resources, integer
 from domain.scheduler.session import Plugin, Session
-from domain.scheduler.snapshot import NodeInfo, TaskInfo
 
 NAME = "binpack"
 _MAX = 100.0

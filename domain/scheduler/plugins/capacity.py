@@ -17,6 +17,7 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
+from domain.scheduler.infos import ROOT, JobInfo, QueueInfo, TaskInfo
 from domain.scheduler.queue_shares import (
     Ledger,
     describe,
@@ -29,7 +30,7 @@ from domain.scheduler.queue_shares import (
     water_fill,
 )
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo
+from domain.scheduler.snapshot import Snapshot
 
 NAME = "capacity"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.scheduler.infos import TaskInfo
 from domain.scheduler.session import Plugin, Session
-from domain.scheduler.snapshot import TaskInfo
 
 NAME = "conformance"
 _CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import JobInfo
 
 NAME = "drf"
 

@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
+from domain.scheduler.infos import PLACED, JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import PLACED, JobInfo, Snapshot, TaskInfo, TaskStatus
+from domain.scheduler.snapshot import Snapshot
 
 NAME = "gang"
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Plugin, Session
-from domain.scheduler.snapshot import NodeInfo, TaskInfo
 
 NAME = "network-topology-aware"
 _MAX = 100.0

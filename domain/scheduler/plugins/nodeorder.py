@@ -11,9 +11,10 @@ import math
 from collections.abc import Mapping
 
 from domain import quantity
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import integer
 from domain.scheduler.session import Plugin, Session
-from domain.scheduler.snapshot import NodeInfo, TaskInfo
 
 NAME = "nodeorder"
 _MAX = 100

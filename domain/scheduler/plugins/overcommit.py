@@ -12,10 +12,11 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugin_args import number
 from domain.scheduler.queue_shares import describe, over
 from domain.scheduler.session import Plugin, Session
-from domain.scheduler.snapshot import JobInfo, Snapshot
+from domain.scheduler.snapshot import Snapshot
 
 NAME = "overcommit"
 DEFAULT_FACTOR = 1.2

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import switch
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.session import Plugin, Session
-from domain.scheduler.snapshot import NodeInfo, TaskInfo
 
 NAME = "predicates"
 

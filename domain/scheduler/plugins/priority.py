@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import JobInfo, TaskInfo
 
 NAME = "priority"
 

@@ -11,6 +11,7 @@ from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
+from domain.scheduler.infos import ROOT, JobInfo, QueueInfo, TaskInfo
 from domain.scheduler.queue_shares import (
     Ledger,
     describe,
@@ -23,7 +24,7 @@ from domain.scheduler.queue_shares import (
     water_fill,
 )
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import ROOT, JobInfo, QueueInfo, Snapshot, TaskInfo
+from domain.scheduler.snapshot import Snapshot
 
 NAME = "proportion"
 

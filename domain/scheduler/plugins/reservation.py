@@ -21,8 +21,9 @@ from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
 from domain.scheduler import held_room
 from domain.scheduler.extension_points import Vote
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import JobInfo, Snapshot
+from domain.scheduler.snapshot import Snapshot
 
 NAME = "reservation"
 WAITING_TIME = "reservation-waiting-time"

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from domain.durations import positive_seconds
 from domain.scheduler import held_room
 from domain.scheduler.extension_points import Vote
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Key, Plugin, Session
-from domain.scheduler.snapshot import JobInfo
 
 NAME = "sla"
 WAITING_TIME = "sla-waiting-time"

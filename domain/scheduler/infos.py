@@ -1,0 +1,120 @@
+"""The per-cycle types a scheduling session works on, in Volcano's vocabulary (its ``api``
+package): tasks (one per pod), jobs (one per PodGroup, or a lone pod), their sub-gangs, and
+queues. ``snapshot.build`` makes them each cycle (sharing the job table's, see ``job_table``);
+only a ``Statement`` changes them, and it undoes what it changed on discard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from domain import quantity
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.lifecycle.queue import QueuePhase
+from domain.objects.core import Pod
+from domain.objects.meta import ObjectKey
+from domain.objects.volcano import PodGroup, Queue
+from domain.quantity import ResourceList
+from domain.scheduler.network_domains import TopologyRequest
+
+ROOT = "root"
+DEFAULT_QUEUE = "default"
+
+
+class TaskStatus(StrEnum):
+    """Where a task stands in this cycle, in Volcano's vocabulary."""
+
+    PENDING = "Pending"  # ours, waiting for a node
+    PIPELINED = "Pipelined"  # waits on a node whose room preemption is releasing; holds that room
+    ALLOCATED = "Allocated"  # placed in this cycle (tentatively until its statement commits)
+    BOUND = "Bound"  # has a node, not running yet
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # being deleted or evicted; still holds its node's resources
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
+"""Statuses that count towards a gang's minimum (Volcano's ReadyTaskNum)."""
+HOLDING = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+"""Statuses whose requests a job's queue is charged for (Volcano's AllocatedStatus): a finished
+pod counts towards its gang, but no longer holds resources."""
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    key: ObjectKey
+    pod: Pod
+    job: ObjectKey
+    request: ResourceList
+    status: TaskStatus
+    node: str = ""
+    priority: int = 0
+    role: str = ""  # Volcano Job task name, for minTaskMember
+    best_effort: bool = field(init=False)  # no requests beyond the pod slot itself: only backfill places these
+    shape: tuple[object, ...] | None = field(default=None, init=False)  # ``placement.shape``, once known
+
+    def __post_init__(self) -> None:
+        self.best_effort = not any(amount for name, amount in self.request.items() if name != quantity.PODS)
+
+
+@dataclass(slots=True, eq=False)
+class SubGroup:
+    name: str  # <policy>-<label values>
+    policy: str
+    size: int  # the sub-gang's minimum: placed whole or not at all
+    topology: TopologyRequest | None
+    tasks: list[TaskInfo] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    key: ObjectKey
+    group: PodGroup | None  # None for a lone pod: a gang of one in the default queue
+    queue: str
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: ResourceList | None
+    created: float
+    phase: PodGroupPhase
+    tasks: list[TaskInfo] = field(default_factory=list)
+    allocated: ResourceList = field(default_factory=dict)
+    topology: TopologyRequest | None = None
+    terminating: bool = False
+    priority: int = 0
+    subgroups: list[SubGroup] = field(default_factory=list)  # sub-gangs (subGroupPolicy), by name
+    min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy -> sub-gangs needed ready
+
+    def pending(self) -> list[TaskInfo]:
+        return [t for t in self.tasks if t.status is TaskStatus.PENDING]
+
+    def placed(self) -> int:
+        return sum(1 for t in self.tasks if t.status in PLACED)
+
+    def pipelined(self) -> list[TaskInfo]:
+        return [t for t in self.tasks if t.status is TaskStatus.PIPELINED]
+
+    def nodes(self) -> set[str]:
+        """Nodes its placed members run on: a topology domain must hold them too."""
+        return {t.node for t in self.tasks if t.status in PLACED and t.node}
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    queue: Queue | None  # None for the implicit root and default queues
+    parent: str
+    weight: int
+    capability: ResourceList
+    deserved: ResourceList
+    guarantee: ResourceList
+    state: QueuePhase
+    created: float
+    children: list[str] = field(default_factory=list)
+    allocated: ResourceList = field(default_factory=dict)  # requests of its jobs' holding tasks
+    asked: ResourceList = field(default_factory=dict)  # requests of its jobs' pending and pipelined tasks
+
+    @property
+    def is_open(self) -> bool:
+        return self.state is QueuePhase.OPEN

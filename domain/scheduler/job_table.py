@@ -1,0 +1,309 @@
+"""JobTable: each job as the state's objects make it, kept between cycles in the scheduler's
+cache (``SchedulerCache.jobs``), with the sums a snapshot takes over them. Only the jobs whose
+pods, PodGroup or priority classes changed, and those the last session changed (``spoiled``),
+are built again: a snapshot shares the others, so a cycle costs what changed, not what runs.
+A fresh table gives the same snapshot (``tests/unit/test_kept_snapshot.py``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from dataclasses import dataclass, field
+
+from domain import quantity
+from domain.changes import Changes
+from domain.lifecycle.job import JobPhase
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.lifecycle.status import MachineStatus
+from domain.objects.core import Pod, PriorityClass
+from domain.objects.meta import ObjectKey
+from domain.objects.volcano import PodGroup
+from domain.quantity import ResourceList
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.infos import DEFAULT_QUEUE, HOLDING, JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.object_facts import Facts, GroupFacts, group_facts, pod_facts, seconds
+from domain.scheduler.subgroups import split
+from domain.state import ClusterState
+
+
+def _task_status(pod: Pod, machine: MachineStatus | None, node: str) -> TaskStatus | None:
+    phase = pod.status.phase
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    if pod.metadata.deletion_timestamp is not None or (machine is not None and machine.evicted):
+        return TaskStatus.RELEASING if node else None
+    if node:
+        return TaskStatus.RUNNING if phase == "Running" else TaskStatus.BOUND
+    return TaskStatus.PENDING if phase == "Pending" else None
+
+
+def _is_terminating(state: ClusterState, phase: object, facts: GroupFacts) -> bool:
+    """A PodGroup being deleted, or owned by a Job that is terminating or gone (SEEDS S1)."""
+    if phase is PodGroupPhase.TERMINATING:
+        return True
+    for key, uid in facts.job_owners:
+        if uid in state.tombstones or state.phase_of("Job", key) is JobPhase.TERMINATING:
+            return True
+    return False
+
+
+def _job(state: ClusterState, key: ObjectKey, group: PodGroup | None, pod: Pod, *, memo: Facts, label: str) -> JobInfo:
+    if group is None:
+        return JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, seconds(pod.metadata.creation_timestamp),
+                       PodGroupPhase.INQUEUE)  # fmt: skip
+    return _group_job(state, key, group, memo=memo, label=label)
+
+
+def _group_job(state: ClusterState, key: ObjectKey, group: PodGroup, *, memo: Facts, label: str) -> JobInfo:
+    phase = state.phase_of("PodGroup", key)  # a job's key is its PodGroup's
+    spec = group.spec
+    facts = group_facts(memo, group, label)
+    return JobInfo(
+        key, group, spec.queue or DEFAULT_QUEUE, spec.min_member, dict(spec.min_task_member),
+        None if spec.min_resources is None else dict(spec.min_resources), facts.created,
+        phase if isinstance(phase, PodGroupPhase) else PodGroupPhase.PENDING,
+        topology=facts.topology, terminating=_is_terminating(state, phase, facts),
+    )  # fmt: skip
+
+
+def _class_priority(state: ClusterState, name: str) -> int:
+    """The value of the PriorityClass ``name``; for an unknown one, the globalDefault class's value
+    (the lowest name when several claim it), else 0, as Volcano's cache gives a PodGroup."""
+    classes = state.objects.get("PriorityClass", {})
+    named = classes.get(name)
+    if isinstance(named, PriorityClass):
+        return named.value
+    defaults = sorted((k, c.value) for k, c in classes.items() if isinstance(c, PriorityClass) and c.global_default)
+    return defaults[0][1] if defaults else 0
+
+
+@dataclass(slots=True, eq=False)
+class JobTable:
+    """Each job as the state's objects make it, kept between cycles, and the sums a snapshot
+    takes over them. Only the jobs whose pods, PodGroup or priority classes changed, and those
+    the last session changed (``spoiled``), are built again: a snapshot shares the others, so
+    a cycle costs what changed, not what runs. A fresh table gives the same snapshot."""
+
+    source: tuple[str, str]  # the scheduler name and IB label it was built for
+    templates: dict[ObjectKey, JobInfo] = field(default_factory=dict)  # by key, in job order
+    order: list[tuple[ObjectKey, ObjectKey]] = field(default_factory=list)  # (first pod, job), sorted
+    first: dict[ObjectKey, ObjectKey] = field(default_factory=dict)  # job key -> its first pod's key
+    members: dict[ObjectKey, set[ObjectKey]] = field(default_factory=dict)  # job key -> its pods' keys
+    pod_jobs: dict[ObjectKey, ObjectKey] = field(default_factory=dict)  # pod key -> its job's key
+    owned: set[ObjectKey] = field(default_factory=set)  # jobs owned by Volcano Jobs: built every cycle
+    pipelining: set[ObjectKey] = field(default_factory=set)  # jobs with a pipelined task
+    waiting: set[ObjectKey] = field(default_factory=set)  # jobs with a pending or pipelined task
+    reserving: set[ObjectKey] = field(default_factory=set)  # Inqueue jobs with minResources
+    childless: set[ObjectKey] = field(default_factory=set)  # PodGroups without a pod filed under them
+    # job -> (its queue, what it adds to ``held`` and to ``asked`` there)
+    sums: dict[ObjectKey, tuple[str, ResourceList, ResourceList]] = field(default_factory=dict)
+    held: dict[str, ResourceList] = field(default_factory=dict)  # queue -> its jobs' holding tasks' requests
+    asked: dict[str, ResourceList] = field(default_factory=dict)  # queue -> their pending and pipelined ones'
+    spoiled: set[ObjectKey] = field(default_factory=set)  # jobs the last session changed
+    unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
+    rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
+    queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs
+
+
+def _shift(sums: dict[str, ResourceList], queue: str, amount: ResourceList, sign: int) -> None:
+    """Add ``sign`` times ``amount`` to ``queue``'s sum, keeping no zero amounts (so a sum kept
+    across cycles and one made afresh are equal)."""
+    total = sums.setdefault(queue, {})
+    for name, value in amount.items():
+        left = total.get(name, 0) + sign * value
+        if left:
+            total[name] = left
+        else:
+            total.pop(name, None)
+    if not total:
+        del sums[queue]
+
+
+def _forget(table: JobTable, key: ObjectKey) -> ObjectKey | None:
+    """Take the job ``key`` out of the table's order, sums and sets (its template stays, for
+    ``_renew`` to replace or drop); the key of its first pod, or None if it was not there."""
+    first = table.first.pop(key, None)
+    if first is not None:
+        table.order.pop(bisect_left(table.order, (first, key)))
+        queue, held, asked = table.sums.pop(key)
+        _shift(table.held, queue, held, -1)
+        _shift(table.asked, queue, asked, -1)
+        table.queued[queue].discard(key)
+    for kept in (table.owned, table.pipelining, table.waiting, table.reserving, table.unsettled, table.rejected):
+        kept.discard(key)
+    return first
+
+
+def _remember(table: JobTable, job: JobInfo, rejected: bool) -> None:
+    """Put the newly built ``job`` in the table, in job order, and in its sums."""
+    key = job.key
+    table.templates[key] = job
+    table.first[key] = first = job.tasks[0].key
+    insort(table.order, (first, key))
+    table.queued.setdefault(job.queue, set()).add(key)
+    asked: ResourceList = {}
+    for task in job.tasks:
+        if task.status is TaskStatus.PENDING or task.status is TaskStatus.PIPELINED:
+            quantity.add(asked, task.request)
+            table.waiting.add(key)
+            if task.status is TaskStatus.PIPELINED:
+                table.pipelining.add(key)
+    table.sums[key] = (job.queue, dict(job.allocated), asked)
+    _shift(table.held, job.queue, job.allocated, +1)
+    _shift(table.asked, job.queue, asked, +1)
+    if job.phase is PodGroupPhase.INQUEUE and job.min_resources:
+        table.reserving.add(key)
+    if job.group is not None:
+        table.unsettled.add(key)  # a new template: close looks at its status again
+        job.subgroups, job.min_sub_groups = split(job.group, job.tasks)
+        if rejected:
+            table.rejected.add(key)
+
+
+def _file(
+    state: ClusterState, config: SchedulerConfig, memo: Facts, jobs: dict[ObjectKey, JobInfo], pod_key: ObjectKey
+) -> None:
+    """Add the pod ``pod_key`` to its job in ``jobs`` (making the job), unless it is not ours."""
+    pod = state.pods()[pod_key]
+    machine = state.machines.get("Pod", {}).get(pod_key)  # ``state.status_of(pod)``, without the key again
+    node = state.node_of(pod, pod_key)
+    ours = pod.spec.scheduler_name == config.scheduler_name
+    facts = pod_facts(memo, pod)
+    group_name, key = facts.group, facts.job or pod_key
+    group = state.objects.get("PodGroup", {}).get(key) if group_name else None
+    status = _task_status(pod, machine, node)
+    if status is None or (status is TaskStatus.PENDING and not ours) or (group_name and group is None):
+        return  # not ours to place, or a member waiting for its PodGroup to exist
+    if not ours and not group_name:
+        return  # another scheduler's pod: it only takes up its node's resources
+    job = jobs.get(key)
+    if job is None:
+        if group_name:
+            group_or_none = group if isinstance(group, PodGroup) else None
+            job = _job(state, key, group_or_none, pod, memo=memo, label=config.ib_cluster_label)
+        else:
+            job = JobInfo(key, None, DEFAULT_QUEUE, 1, {}, None, facts.created, PodGroupPhase.INQUEUE)
+        jobs[key] = job
+    request = facts.request
+    if status is TaskStatus.PENDING:
+        # Pipelined by an earlier cycle's preemption: it holds the room being released for it.
+        node = machine.nominated if machine is not None and machine.uid == pod.metadata.uid else ""
+        status = TaskStatus.PIPELINED if node else status
+    job.tasks.append(TaskInfo(pod_key, pod, key, request, status, node, facts.priority, facts.role))
+    job.priority = max(job.priority, facts.priority)
+    if status in HOLDING:
+        quantity.add(job.allocated, request)
+
+
+def _renew(state: ClusterState, config: SchedulerConfig, memo: Facts, table: JobTable, dirty: set[ObjectKey]) -> None:
+    """Build the ``dirty`` jobs again from their pods, each into its place in job order."""
+    built: dict[ObjectKey, JobInfo] = {}
+    before: dict[ObjectKey, ObjectKey] = {}  # job -> its first pod's key, for the jobs the table had
+    for key in dirty:  # any order: the built jobs are put in job order below
+        first = _forget(table, key)
+        if first is not None:
+            before[key] = first
+        for pod_key in sorted(table.members.get(key, ())):
+            _file(state, config, memo, built, pod_key)
+    for key in before.keys() - built.keys():
+        del table.templates[key]
+    machines = state.machines.get("PodGroup", {})
+    moved = False  # a job the table had, built again with another first pod
+    added: list[ObjectKey] = []  # new jobs, in the order they were put at the end of ``templates``
+    for job in sorted(built.values(), key=lambda j: j.tasks[0].key):
+        key = job.key
+        if key in before:
+            moved = moved or before[key] != job.tasks[0].key
+        else:
+            added.append(key)
+        if job.group is not None:
+            if group_facts(memo, job.group, config.ib_cluster_label).job_owners:
+                table.owned.add(key)
+            if job.group.spec.priority_class_name:
+                # Volcano's priority plugin orders by the PodGroup's class; without one, by the
+                # highest of its pods' priorities (which admission resolves from the same classes).
+                job.priority = _class_priority(state, job.group.spec.priority_class_name)
+        machine = machines.get(key)
+        _remember(table, job, machine is not None and bool(machine.rejected))
+    # A job goes where its first pod's key puts it (the pods are walked in key order). A job
+    # built again under the same first pod kept its place; new jobs went to the end, which is
+    # their place when they are last in order (a trace's new pods mostly are).
+    tail = [key for _, key in table.order[len(table.order) - len(added) :]]
+    if moved or tail != added:
+        keys = [key for _, key in table.order]
+        table.templates = dict(zip(keys, map(table.templates.__getitem__, keys), strict=True))
+
+
+def renew(
+    table: JobTable | None,
+    state: ClusterState,
+    *,
+    config: SchedulerConfig,
+    memo: Facts,
+    changes: Changes,
+    pods: set[ObjectKey],
+) -> JobTable:
+    """``table`` (the last cycle's, or None) with the jobs whose objects changed since then
+    (``pods``, the pods changed since then, and the PodGroups ``changes`` has), and those the
+    last session changed, built again; a new table when there was none or its source changed."""
+    groups = changes.take("PodGroup")
+    classes = changes.take("PriorityClass")
+    source = (config.scheduler_name, config.ib_cluster_label)
+    if table is None or table.source != source or classes:
+        table = JobTable(source)
+        pods = set(state.objects.get("Pod", {}))
+        groups = set(state.objects.get("PodGroup", {}))
+    live = state.objects.get("Pod", {})
+    dirty = groups | table.owned | table.spoiled
+    table.spoiled.clear()
+    for pod_key in pods:
+        old = table.pod_jobs.pop(pod_key, None)
+        if old is not None:
+            table.members[old].discard(pod_key)
+            if not table.members[old]:
+                del table.members[old]
+            dirty.add(old)
+        pod = live.get(pod_key)
+        if isinstance(pod, Pod):
+            key = pod_facts(memo, pod).job or pod_key
+            table.pod_jobs[pod_key] = key
+            table.members.setdefault(key, set()).add(pod_key)
+            dirty.add(key)
+    present = state.objects.get("PodGroup", {})
+    for key in groups | dirty:
+        if key in present and key not in table.members:
+            table.childless.add(key)
+        else:
+            table.childless.discard(key)
+    if dirty:
+        _renew(state, config, memo, table, dirty)
+    return table
+
+
+def unborn(state: ClusterState, memo: Facts, table: JobTable, label: str) -> list[JobInfo]:
+    """The PodGroups that never had a pod, Pending or Inqueue, as jobs without tasks. One that had
+    pods (``peak_tasks``) and lost them is on its way out (SEEDS S1): not a job to admit."""
+    out = []
+    machines = state.machines.get("PodGroup", {})
+    for key in sorted(table.childless):
+        machine = machines.get(key)
+        group = state.objects.get("PodGroup", {}).get(key)
+        if machine is None or machine.peak_tasks or not isinstance(group, PodGroup):
+            continue
+        if machine.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
+            continue
+        job = _group_job(state, key, group, memo=memo, label=label)
+        if not job.terminating:
+            if group.spec.priority_class_name:
+                job.priority = _class_priority(state, group.spec.priority_class_name)
+            out.append(job)
+    return out
+
+
+def pipelined(table: JobTable) -> list[TaskInfo]:
+    """Tasks pipelined by earlier cycles, in pod key order (as the pods are walked)."""
+    tasks = table.templates
+    held = [t for key in table.pipelining for t in tasks[key].tasks if t.node and t.status is TaskStatus.PIPELINED]
+    return sorted(held, key=lambda t: t.key)
