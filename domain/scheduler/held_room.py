@@ -146,9 +146,11 @@ def hold(session: Session, job: JobInfo) -> Held | None:
 def lend(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     """Give back, for ``job``'s attempt, the room of every hold ``job`` cannot delay: its own
     estimate ends by the hold's shadow time. Returns them, to be held again (``hold_again``)."""
+    if not any(held.shadow < math.inf for held in holds):
+        return []
     snapshot = session.snapshot
     runtimes = [estimate(snapshot, t) for t in job.pending() if not t.best_effort]
-    if not holds or not runtimes or None in runtimes:
+    if not runtimes or None in runtimes:
         return []
     end = snapshot.now + max(r for r in runtimes if r is not None)
     lent = [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
