@@ -38,6 +38,7 @@ from domain.scheduler.session import Key, Session
 from domain.scheduler.snapshot import HOLDING, JobInfo, NodeInfo, Snapshot, TaskInfo, TaskStatus
 from domain.scheduler.statement import Statement
 
+Ends = dict[str, list[tuple[float, ResourceList]]]  # node -> (when, what) its pods of known end give back
 ESTIMATE = "schedstream.io/runtime-estimate"
 """A Go duration: how long the pod (or each pod of the PodGroup) runs once started."""
 
@@ -75,7 +76,7 @@ def _end(snapshot: Snapshot, task: TaskInfo) -> float:
     return max(seconds(pod.status.start_time) + runtime, snapshot.now)
 
 
-def _ends(snapshot: Snapshot) -> dict[str, list[tuple[float, ResourceList]]]:
+def _ends(snapshot: Snapshot) -> Ends:
     """Per node, the known ends of the pods that take room there, earliest first."""
     ends: dict[str, list[tuple[float, ResourceList]]] = {}
     for job in snapshot.jobs.values():
@@ -106,15 +107,49 @@ def _covered(task: TaskInfo, node: NodeInfo) -> float:
     )
 
 
+Choice = Callable[[float, float, int], tuple[float, float, int] | None]
+"""A node's rank for a member from (when it frees up for it, how much of it it covers now, its
+index), the least first; None: not a candidate."""
+
+
+def _first_free(free_at: float, cover: float, index: int) -> tuple[float, float, int]:
+    return (free_at, -cover, index)
+
+
+def _latest_by(shadow: float) -> Choice:
+    """Of the nodes that free up by ``shadow``, those that free up last: the ones free sooner
+    stay with the other jobs (EASY's extra nodes), and the gang still starts at ``shadow``."""
+    return lambda free_at, cover, index: (-free_at, -cover, index) if free_at <= shadow else None
+
+
 def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
     requests, in task order); None when the empty cluster could not hold them."""
     snapshot = session.snapshot
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
+    ends = _ends(snapshot)
+    first = _plan(session, job, tasks, ends, _first_free)
+    if first is None or first.shadow == math.inf:
+        return first
+    first.statement.discard()
+    later = _plan(session, job, tasks, ends, _latest_by(first.shadow))
+    if later is not None:
+        return later
+    return _plan(session, job, tasks, ends, _first_free)
+
+
+def _plan(
+    session: Session,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    ends: dict[str, list[tuple[float, ResourceList]]],
+    rank: Choice,
+) -> Held | None:
+    """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first."""
+    snapshot = session.snapshot
     statement = Statement(session)
     nodes = snapshot.node_list()
-    ends = _ends(snapshot)
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
     planned: dict[str, ResourceList] = {}  # node -> requests of this job's tasks planned there
     before: dict[str, ResourceList] = {}  # node -> its free room before this job held any of it
@@ -122,13 +157,15 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     shadow = snapshot.now
     for task in tasks:
         best: tuple[float, float, int] | None = None
+        chosen_at = math.inf
         for index, node in enumerate(nodes):
             if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
                 continue
             need = quantity.sum_lists((planned.get(node.name, {}), task.request))
             free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
-            key = (free_at, -_covered(task, node), index)
-            best = key if best is None or key < best else best
+            key = rank(free_at, _covered(task, node), index)
+            if key is not None and (best is None or key < best):
+                best, chosen_at = key, free_at
         if best is None:
             statement.discard()  # the cluster could never hold the gang: nothing to wait for
             return None
@@ -139,7 +176,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
         quantity.add(room, {name: -amount for name, amount in task.request.items()})
         statement.hold(task, chosen.name)
         places.append((task, chosen.name))
-        shadow = max(shadow, best[0])
+        shadow = max(shadow, chosen_at)
     return Held(job, statement, places, shadow)
 
 

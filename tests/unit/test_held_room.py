@@ -71,6 +71,17 @@ SHORT_BEFORE_GANG = Trace(
     THREE_NODES[:2],
 )
 
+# Three 4-cpu nodes: f and g run until 101 on two of them; the gang b (two whole nodes) arrives
+# at 10, c (500 s) at 20.
+EXTRA_NODE = Trace(
+    (
+        Job("f", 0, 100, requests=CPU4, estimate=100),
+        Job("g", 0, 100, requests=CPU4, estimate=100),
+        Job("b", 10, 100, tasks=2, requests=CPU4, estimate=100),
+        Job("c", 20, 500, requests=CPU4, estimate=500),
+    ),
+    THREE_NODES,
+)
 # Three 4-cpu nodes: a (2 cpu) runs on n0 until 1001, f (4 cpu) on n1 until 101; n2 is free. The
 # gang b (two whole nodes) arrives at 10; c (2 cpu, 50 s) at 20 fits only n0's free half.
 GANG_AND_HALF_NODE = Trace(
@@ -148,12 +159,17 @@ def test_a_jobs_own_annotation_wins_over_the_argument() -> None:
         (GANG_AND_HALF_NODE, {"a": 1, "f": 1, "b": 102, "c": 21}),
         # Without estimates n0's free half covers more of a task than n1: b holds it, c waits for b.
         (with_estimates(GANG_AND_HALF_NODE, "none"), {"a": 1, "f": 1, "b": 102, "c": 102}),
+        # b starts at 102 either way: it holds f's and g's nodes, and c runs at once on the third.
+        (EXTRA_NODE, {"f": 1, "g": 1, "b": 102, "c": 21}),
+        (with_estimates(EXTRA_NODE, "none"), {"f": 1, "g": 1, "b": 102, "c": 102}),
     ],
     ids=[
         "a job that ends before the gang can start uses its held room",
         "without estimates nothing uses held room",
         "the gang holds the nodes that free up first",
         "without estimates the gang holds the nodes closest to holding it",
+        "of the nodes that free up by its shadow time the gang holds those that free up last",
+        "without estimates the gang holds the free node and c waits for b to start",
     ],
 )
 def test_runtime_estimates(trace: Trace, want: dict[str, float]) -> None:
