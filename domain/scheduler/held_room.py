@@ -16,9 +16,10 @@ needs only grows: the next cycle, it goes first again and either fits or holds a
 nodes then closest. Nothing is decided by a hold: the cycle's decisions are those of the
 placements it leaves to the other jobs.
 
-EASY's backfill rule, when the estimates give the hold a *shadow time* (when its last node frees
-up for it): a later job whose own estimate ends by then may use the held room (it is lent, then
-held again), since it cannot delay the gang.
+EASY's rules, when the estimates give the hold a *shadow time* (when its last node frees up for
+it): the members are placed again on the nodes that free up *last* by then, so those that free
+up sooner stay free for any job (EASY's extra nodes); and a later job whose own estimate ends
+by the shadow time may use the held room (it is lent, then held again): it cannot delay the gang.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from dataclasses import dataclass
 
 from domain import quantity
 from domain.durations import positive_seconds
-from domain.objects.core import Pod
 from domain.quantity import ResourceList
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.node_table import seconds
@@ -69,16 +69,15 @@ def _end(snapshot: Snapshot, task: TaskInfo) -> float:
     a running one that has both, else never."""
     if task.status is TaskStatus.RELEASING:
         return snapshot.now
-    pod: Pod = task.pod
-    runtime = estimate(snapshot, task)
-    if runtime is None or pod.status.start_time is None:
+    runtime, started = estimate(snapshot, task), task.pod.status.start_time
+    if runtime is None or started is None:
         return math.inf
-    return max(seconds(pod.status.start_time) + runtime, snapshot.now)
+    return max(seconds(started) + runtime, snapshot.now)
 
 
 def _ends(snapshot: Snapshot) -> Ends:
     """Per node, the known ends of the pods that take room there, earliest first."""
-    ends: dict[str, list[tuple[float, ResourceList]]] = {}
+    ends: Ends = {}
     for job in snapshot.jobs.values():
         for task in job.tasks:
             if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
