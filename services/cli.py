@@ -347,6 +347,8 @@ def watch(
               help="Arrivals X times as frequent (submits compressed toward the first): more load.")  # fmt: skip
 @click.option("--scheduler", type=click.Choice(["volcano", "kueue"]), default="volcano", show_default=True,
               help="Jobs that name no scheduler become Volcano PodGroups or Kueue Workloads.")  # fmt: skip
+@click.option("--estimates", type=click.Choice(["none", "trace", "exact"]), default="none", show_default=True,
+              help="Runtime estimates annotated on the jobs: the trace's (SWF requested time) or exact.")  # fmt: skip
 @click.option(
     "--queues",
     "queues_path",
@@ -365,6 +367,7 @@ def simulate(
     period: float,
     arrival_scale: float,
     scheduler: str,
+    estimates: str,
     queues_path: Path | None,
     out_dir: Path,
 ) -> None:
@@ -379,7 +382,7 @@ def simulate(
 
     config = load_config(config_path)
     try:
-        jobs, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale)  # type: ignore[arg-type]
+        jobs, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale, estimates=estimates)  # type: ignore[arg-type]
         kueue_objects = kueue_quota.read(queues_path) if queues_path is not None else None
         with atomic_directory(out_dir) as work, bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
             result = run_simulation(

@@ -3,6 +3,8 @@ spec that templates reuse."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from msgspec import Struct
 
 from domain import quantity
@@ -145,6 +147,7 @@ class PodTemplate(Struct, rename="camel", frozen=True, kw_only=True):
 class PodStatus(Struct, rename="camel", frozen=True, kw_only=True):
     phase: str = "Pending"
     conditions: list[Condition] = []
+    start_time: datetime | None = None  # when the kubelet started it: with a runtime estimate, when it ends
 
 
 class Pod(Struct, rename="camel", frozen=True, kw_only=True):

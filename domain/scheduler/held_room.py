@@ -3,29 +3,102 @@ have free of what it needs, so later jobs (and backfill) cannot take the room it
 
 Volcano's allocate leaves a pipelined job's statement neither committed nor discarded (JobPipelined,
 used by the ``sla`` plugin); its old ``reserve`` action locked whole nodes for one elected job.
-Here, without runtime estimates, the nodes chosen are those closest to holding the gang's
-tasks: each task, in task order, goes to the node (of those it could run on once they are
-empty) whose free room covers most of its request, ties to node order; a node takes as many
-tasks as its allocatable holds. On each one the task holds what is free of its request, up to
-all of it; the gang stays pending and its queue is not charged. Running pods on those nodes
-finish and no one else starts there, so the room the gang needs only grows: the next cycle, it
-goes first again and either fits or holds again, on the nodes then closest (whose free room is
-at least what the ones held now will have). Nothing is decided by a hold: the cycle's
-decisions are those of the placements it leaves to the other jobs.
+Here each task, in task order, goes to the node (of those it could run on once they are empty)
+that frees up for it first, then whose free room covers most of its request, ties to node
+order; a node takes as many tasks as its allocatable holds. When a node frees up is known only
+from runtime estimates (``ESTIMATE``, an annotation on the pod or its PodGroup; an estimate is
+an input, never assumed) of the pods running there, with their ``status.startTime``: a node that
+holds the task now frees up now, one that needs pods of unknown end never (so without
+estimates the node chosen is the one closest to holding the task). On each node the task holds
+what is free of its request, up to all of it; the gang stays pending and its queue is not
+charged. Running pods on those nodes finish and no one else starts there, so the room the gang
+needs only grows: the next cycle, it goes first again and either fits or holds again, on the
+nodes then closest. Nothing is decided by a hold: the cycle's decisions are those of the
+placements it leaves to the other jobs.
+
+EASY's rules, when the estimates give the hold a *shadow time* (when its last node frees up for
+it): the members are placed again on the nodes that free up *last* by then, so those that free
+up sooner stay free for any job (EASY's extra nodes); and a later job whose own estimate ends
+by the shadow time may use the held room (it is lent, then held again): it cannot delay the gang.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from domain import quantity
+from domain.durations import positive_seconds
 from domain.quantity import ResourceList
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.infos import JobInfo, TaskInfo
+from domain.scheduler.infos import HOLDING, JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.object_facts import seconds
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.session import Key, Session
+from domain.scheduler.snapshot import Snapshot
 from domain.scheduler.statement import Statement
+
+Ends = dict[str, list[tuple[float, ResourceList]]]  # node -> (when, what) its pods of known end give back
+ESTIMATE = "schedstream.io/runtime-estimate"
+"""A Go duration: how long the pod (or each pod of the PodGroup) runs once started."""
+
+
+@dataclass(slots=True, eq=False)
+class Held:
+    """The room one gang holds this cycle: its statement, what it holds where, and until when
+    (``shadow``: when its last node frees up for it; infinite without estimates)."""
+
+    job: JobInfo
+    statement: Statement
+    places: list[tuple[TaskInfo, str]]
+    shadow: float
+
+
+def estimate(snapshot: Snapshot, task: TaskInfo) -> float | None:
+    """The task's runtime estimate in seconds: its pod's annotation, else its PodGroup's."""
+    own = positive_seconds(task.pod.metadata.annotations.get(ESTIMATE))
+    if own is not None:
+        return own
+    job = snapshot.jobs.get(task.job)
+    group = job.group if job is not None else None
+    return positive_seconds(group.metadata.annotations.get(ESTIMATE)) if group is not None else None
+
+
+def _end(snapshot: Snapshot, task: TaskInfo) -> float:
+    """When a task on a node gives its room back: now for one being deleted, start + estimate for
+    a running one that has both, else never."""
+    if task.status is TaskStatus.RELEASING:
+        return snapshot.now
+    runtime, started = estimate(snapshot, task), task.pod.status.start_time
+    if runtime is None or started is None:
+        return math.inf
+    return max(seconds(started) + runtime, snapshot.now)
+
+
+def _ends(snapshot: Snapshot) -> Ends:
+    """Per node, the known ends of the pods that take room there, earliest first."""
+    ends: Ends = {}
+    for job in snapshot.jobs.values():
+        for task in job.tasks:
+            if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
+                end = _end(snapshot, task)
+                if end < math.inf:
+                    ends.setdefault(task.node, []).append((end, task.request))
+    for known in ends.values():
+        known.sort(key=lambda pair: pair[0])
+    return ends
+
+
+def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
+    """When a node with ``room`` free now first has ``need`` free, as its pods of known end leave."""
+    free = dict(room)
+    for end, freed in [(now, {}), *ends]:
+        quantity.add(free, freed)
+        if all(free.get(name, 0) >= amount for name, amount in need.items()):
+            return end
+    return math.inf
 
 
 def _covered(task: TaskInfo, node: NodeInfo) -> float:
@@ -35,33 +108,101 @@ def _covered(task: TaskInfo, node: NodeInfo) -> float:
     )
 
 
-def hold(session: Session, job: JobInfo) -> list[str]:
+Choice = Callable[[float, float, int], tuple[float, float, int] | None]
+"""A node's rank for a member from (when it frees up for it, how much of it it covers now, its
+index), the least first; None: not a candidate."""
+
+
+def _first_free(free_at: float, cover: float, index: int) -> tuple[float, float, int]:
+    return (free_at, -cover, index)
+
+
+def _latest_by(shadow: float) -> Choice:
+    """Of the nodes that free up by ``shadow``, those that free up last: the ones free sooner
+    stay with the other jobs (EASY's extra nodes), and the gang still starts at ``shadow``."""
+    return lambda free_at, cover, index: (-free_at, -cover, index) if free_at <= shadow else None
+
+
+def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
-    requests, in task order); returns the nodes held, in the order taken."""
+    requests, in task order); None when the empty cluster could not hold them."""
+    snapshot = session.snapshot
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
+    ends = _ends(snapshot)
+    first = _plan(session, job, tasks, ends, _first_free)
+    if first is None or first.shadow == math.inf:
+        return first
+    first.statement.discard()
+    later = _plan(session, job, tasks, ends, _latest_by(first.shadow))
+    if later is not None:
+        return later
+    return _plan(session, job, tasks, ends, _first_free)
+
+
+def _plan(
+    session: Session,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    ends: dict[str, list[tuple[float, ResourceList]]],
+    rank: Choice,
+) -> Held | None:
+    """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first."""
+    snapshot = session.snapshot
     statement = Statement(session)
-    nodes = session.snapshot.node_list()
+    nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
-    held: list[str] = []
+    planned: dict[str, ResourceList] = {}  # node -> requests of this job's tasks planned there
+    before: dict[str, ResourceList] = {}  # node -> its free room before this job held any of it
+    places: list[tuple[TaskInfo, str]] = []
+    shadow = snapshot.now
     for task in tasks:
-        best: NodeInfo | None = None
-        best_cover = -1.0
-        for node in nodes:
-            room = budget.get(node.name, node.allocatable)
-            if fit_failures(task.pod, task.request, node.node, room):
+        best: tuple[float, float, int] | None = None
+        chosen_at = math.inf
+        for index, node in enumerate(nodes):
+            if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
                 continue
-            cover = _covered(task, node)
-            if cover > best_cover:
-                best, best_cover = node, cover
+            need = quantity.sum_lists((planned.get(node.name, {}), task.request))
+            free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
+            key = rank(free_at, _covered(task, node), index)
+            if key is not None and (best is None or key < best):
+                best, chosen_at = key, free_at
         if best is None:
             statement.discard()  # the cluster could never hold the gang: nothing to wait for
-            return []
-        room = budget[best.name] = dict(budget.get(best.name, best.allocatable))
+            return None
+        chosen = nodes[best[2]]
+        before.setdefault(chosen.name, dict(chosen.idle))
+        quantity.add(planned.setdefault(chosen.name, {}), task.request)
+        room = budget[chosen.name] = dict(budget.get(chosen.name, chosen.allocatable))
         quantity.add(room, {name: -amount for name, amount in task.request.items()})
-        statement.hold(task, best.name)
-        held.append(best.name)
-    return held
+        statement.hold(task, chosen.name)
+        places.append((task, chosen.name))
+        shadow = max(shadow, chosen_at)
+    return Held(job, statement, places, shadow)
+
+
+def lend(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
+    """Give back, for ``job``'s attempt, the room of every hold ``job`` cannot delay: its own
+    estimate ends by the hold's shadow time. Returns them, to be held again (``hold_again``)."""
+    if not any(held.shadow < math.inf for held in holds):
+        return []
+    snapshot = session.snapshot
+    runtimes = [estimate(snapshot, t) for t in job.pending() if not t.best_effort]
+    if not runtimes or None in runtimes:
+        return []
+    end = snapshot.now + max(r for r in runtimes if r is not None)
+    lent = [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
+    for held in reversed(lent):
+        held.statement.discard()
+    return lent
+
+
+def hold_again(session: Session, lent: list[Held]) -> None:
+    """Each lent hold takes again what its nodes still have free of its tasks' requests."""
+    for held in lent:
+        held.statement = Statement(session)
+        for task, node in held.places:
+            held.statement.hold(task, node)
 
 
 def register(session: Session, plugin: str, order: Callable[[JobInfo], Key], permit: Callable[[JobInfo], Vote]) -> None:

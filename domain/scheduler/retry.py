@@ -26,9 +26,11 @@ from domain.objects.volcano import PodGroup
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
 
 MEMO = "retry"
+ROOMS = "retry-rooms"
 
 
 @dataclass(slots=True, eq=False)
@@ -89,11 +91,33 @@ def _quota_covers(session: Session, job: JobInfo) -> bool:
     return session.allocatable(queue, whole) is None
 
 
+@dataclass(slots=True, eq=False)
+class _Rooms:
+    """The nodes' free room per set of resource names, for one session while no node changes
+    (every change of a node's free room in allocate goes through ``Candidates.changed``, which
+    moves its version on)."""
+
+    session: Session
+    stamp: int  # the sum of the nodes' versions when these were read
+    rooms: dict[tuple[str, ...], tuple[int, ...]]
+
+
+def _room(session: Session, nodes: list[NodeInfo], names: tuple[str, ...]) -> tuple[int, ...]:
+    stamp = sum(session.candidates.versions.values())
+    kept = session.kept.get(ROOMS)
+    if not isinstance(kept, _Rooms) or kept.session is not session or kept.stamp != stamp:
+        kept = session.kept[ROOMS] = _Rooms(session, stamp, {})
+    room = kept.rooms.get(names)
+    if room is None:
+        room = kept.rooms[names] = tuple(node.idle.get(name, 0) for node in nodes for name in names)
+    return room
+
+
 def look(session: Session, job: JobInfo) -> Seen:
     """What an attempt for ``job`` sees now (its findings still empty)."""
-    names = sorted({name for t in job.pending() for name in t.request})
+    names = tuple(sorted({name for t in job.pending() for name in t.request}))
     nodes = session.snapshot.node_list()
-    room = tuple(node.idle.get(name, 0) for node in nodes for name in names)
+    room = _room(session, nodes, names)
     return Seen(
         job.group,
         job.phase.value,

@@ -4,8 +4,9 @@ greedy first fit.
 A simulator of its own, on exact event times (no scheduling period): jobs wait in one queue in
 submit order; a job starts when all its tasks fit at once, each task on the first node (in node
 order) with room for its requests, its pod slot (``pods``, 110 unless the node says) and its
-node affinity. Topology requests are not modelled. Runtimes come from the trace (EASY uses
-them as exact estimates); a job of unknown duration never ends, and a job that does not fit
+node affinity. Topology requests are not modelled. Runtimes come from the trace; EASY plans
+with a job's runtime estimate when it has one (``simulate --estimates``: the same estimates our
+scheduler is told), else with its exact runtime; a job of unknown duration never ends, and a job that does not fit
 the empty cluster is left out of the queue (it would block FCFS for ever).
 
 * ``fcfs``: start jobs from the head of the queue while the head fits; stop at the first
@@ -142,6 +143,12 @@ class _Running:
     end: float | None
     job: Job
     placement: Placement
+    start: float
+
+
+def _planned(job: Job) -> float | None:
+    """The runtime EASY plans with: the job's estimate, else its exact runtime."""
+    return job.duration if job.estimate is None else job.estimate
 
 
 @dataclass
@@ -171,7 +178,7 @@ class _Baseline:
 
     def start(self, job: Job, placement: Placement, now: float) -> None:
         end = None if job.duration is None else now + job.duration
-        self.running[job.id] = _Running(end, job, placement)
+        self.running[job.id] = _Running(end, job, placement, now)
         self.outcome.jobs[job.id].start = now
         add(self.allocated, self._usage(job, 1))
         add(self.by_queue.setdefault(job.queue, {}), self._usage(job, 1))
@@ -185,22 +192,24 @@ class _Baseline:
         add(self.by_queue[done.job.queue], self._usage(done.job, -1))
         self.outcome.jobs[job_id].end = now
 
-    def shadow(self, head: Job) -> tuple[float, list[ResourceList]] | None:
-        """When the head fits if running jobs end as the trace says, and the room left then.
+    def shadow(self, head: Job, now: float) -> tuple[float, list[ResourceList]] | None:
+        """When the head fits if running jobs end as planned (``_planned``; one past its estimate
+        ends now), and the room left then.
 
         The head's tasks are alike, so first fit places them all exactly when the allowed nodes
         hold that many copies of its request in all: that count is kept as the running jobs'
         ends give their nodes back, one job at a time in end order."""
         free = [dict(room) for room in self.cluster.free]
-        ending = sorted((run for run in self.running.values() if run.end is not None), key=lambda r: r.end or 0.0)
-        now = self.cluster.head_tally(head, self.requests[head.id])
-        tally = _Tally(head.id, now.request, dict(now.copies), now.total)
-        for run in ending:
+        running = self.running.values()
+        ends = [(run.start + runtime, run) for run in running if (runtime := _planned(run.job)) is not None]
+        ends.sort(key=lambda pair: pair[0])
+        current = self.cluster.head_tally(head, self.requests[head.id])
+        tally = _Tally(head.id, current.request, dict(current.copies), current.total)
+        for end, run in ends:
             self.cluster.release(run.placement, self.requests[run.job.id], free)
             tally.update(free, run.placement)
             if tally.total >= head.tasks:
-                assert run.end is not None
-                return run.end, free
+                return max(end, now), free
         return None
 
     def schedule(self, now: float) -> None:
@@ -228,7 +237,7 @@ class _Baseline:
     def fill(self, now: float, head: Job | None) -> None:
         """Start every waiting job after ``head`` that fits now (every waiting job when ``head``
         is None) and, when ``head`` has a shadow time, leaves it room then."""
-        reservation = None if head is None else self.shadow(head)
+        reservation = None if head is None else self.shadow(head, now)
         later_head: _Tally | None = None  # the head's tally on the room at the shadow time
         # Room only shrinks while jobs are backfilled: a job that asks for at least what one that
         # did not fit asked (as many tasks, each as large, on the same nodes) does not fit either,
@@ -256,7 +265,8 @@ class _Baseline:
                 smaller[:] = [(t, r) for t, r in smaller if not (t >= job.tasks and _fits(r, request))]
                 smaller.append((job.tasks, request))
                 continue
-            outlives = reservation is not None and (job.duration is None or now + job.duration > reservation[0])
+            runtime = _planned(job)
+            outlives = reservation is not None and (runtime is None or now + runtime > reservation[0])
             if head is not None and reservation is not None and outlives:
                 later = reservation[1]  # the room at the shadow time, with this job still on its nodes
                 if later_head is None:

@@ -57,6 +57,7 @@ class SimPod:
     created: float = 0.0
     node: str = ""
     phase: str = "Pending"
+    started: float = 0.0  # when it was last bound (its ``status.startTime`` when its job has an estimate)
     admitted: Admitted | None = None  # None: a Volcano pod of its job's PodGroup; else a Kueue job's
 
     @property
@@ -227,6 +228,8 @@ class SimCluster:
         if pod.node:
             manifest["spec"]["nodeName"] = pod.node
         manifest["status"] = {"phase": pod.phase}
+        if pod.node and pod.job.estimate is not None:
+            manifest["status"]["startTime"] = wall(pod.started)
         if deleting:
             manifest["metadata"]["deletionTimestamp"] = wall(self.now)
         return manifest
@@ -250,7 +253,7 @@ class SimCluster:
             self.ignored[decision.kind.value] += 1
 
     def _bind(self, pod: SimPod, node: str) -> None:
-        pod.node, pod.phase = node, "Running"
+        pod.node, pod.phase, pod.started = node, "Running", self.now
         add(self.allocated, pod.requests)
         add(self.queue_allocated.setdefault(pod.job.queue, {}), pod.requests)
         self.emit("MODIFIED", self.pod_object(pod))

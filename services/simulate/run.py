@@ -23,7 +23,7 @@ from services.simulate.baselines import BASELINES
 from services.simulate.cluster import POLICY
 from services.simulate.loop import run_closed_loop
 from services.traces.dlrm import read_dlrm, sized_nodes
-from services.traces.model import Node, Trace, TraceError, with_arrival_scale
+from services.traces.model import Node, Trace, TraceError, with_arrival_scale, with_estimates
 from services.traces.native import read_native, read_nodes
 from services.traces.openb import read_openb
 from services.traces.swf import read_swf
@@ -32,13 +32,16 @@ Format = Literal["native", "openb", "dlrm", "swf"]
 FORMATS: tuple[Format, ...] = ("native", "openb", "dlrm", "swf")
 
 
-def load(path: Path, fmt: Format, nodes: Path | None, *, arrival_scale: float = 1.0) -> tuple[Trace, tuple[Node, ...]]:
+def load(
+    path: Path, fmt: Format, nodes: Path | None, *, arrival_scale: float = 1.0, estimates: str = "none"
+) -> tuple[Trace, tuple[Node, ...]]:
     """The trace and the nodes to run it on: ``nodes`` is the openb node CSV for openb, a native
     node list otherwise (for SWF it replaces the header's nodes; DLRM without it runs on
     ``dlrm.sized_nodes``). ``arrival_scale`` compresses the arrivals (``with_arrival_scale``);
-    DLRM's sized nodes are sized for the trace as read, before the compression."""
+    DLRM's sized nodes are sized for the trace as read, before the compression. ``estimates``
+    says which runtime estimates the scheduler is told (``with_estimates``)."""
     trace, on = _load(path, fmt, nodes)
-    return with_arrival_scale(trace, arrival_scale), on
+    return with_estimates(with_arrival_scale(trace, arrival_scale), estimates), on
 
 
 def _load(path: Path, fmt: Format, nodes: Path | None) -> tuple[Trace, tuple[Node, ...]]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION
 from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.held_room import ESTIMATE
 from services.traces.model import IB_CLUSTER, SCHEDULERS, Job, Node, Trace
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -91,6 +92,8 @@ def pod_group_manifest(job: Job, meta: dict[str, Any]) -> dict[str, Any]:
     meta["labels"] = job.labels
     if job.topology:
         meta["annotations"] = {NETWORK_TOPOLOGY_ANNOTATION: job.topology}
+    if job.estimate is not None:
+        meta.setdefault("annotations", {})[ESTIMATE] = go_duration(job.estimate)
     spec = {"minMember": job.gang, "queue": job.queue}
     return {"apiVersion": PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec, "status": {}}
 
@@ -105,6 +108,11 @@ def workload_manifest(job: Job, meta: dict[str, Any], ib_label: str) -> dict[str
         pod_set["topologyRequest"] = {"required": ib_label if job.topology == IB_CLUSTER else job.topology}
     spec = {"queueName": job.queue, "priority": job.priority, "podSets": [pod_set]}
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` as a Go duration: ``3600`` -> ``"3600s"``, ``2.5`` -> ``"2.5s"``."""
+    return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
 
 
 def pod_name(job: Job, index: int) -> str:

@@ -71,6 +71,7 @@ class Job:
     scheduler: str | None = None
     node_affinity: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
     labels: dict[str, str] = field(default_factory=dict, hash=False)
+    estimate: float | None = None  # the runtime the trace says was asked for (SWF: requested time), if any
 
     def __post_init__(self) -> None:
         _check_name("job id", self.id)
@@ -78,6 +79,8 @@ class Job:
         _check_seconds(owner, "submit", self.submit)
         if self.duration is not None:
             _check_seconds(owner, "duration", self.duration)
+        if self.estimate is not None:
+            _check_seconds(owner, "estimate", self.estimate)
         if self.tasks < 1:
             raise TraceError(f"{owner}: tasks must be >= 1, not {self.tasks}")
         if self.min_member is None:
@@ -157,6 +160,21 @@ def with_arrival_scale(trace: Trace, scale: float) -> Trace:
         return trace
     first = trace.jobs[0].submit
     return Trace(tuple(replace(job, submit=first + (job.submit - first) / scale) for job in trace.jobs), trace.nodes)
+
+
+ESTIMATES = ("none", "trace", "exact")
+
+
+def with_estimates(trace: Trace, mode: str) -> Trace:
+    """The trace with the runtime estimates the scheduler is told (``held_room.ESTIMATE``):
+    ``none`` (the default: a Kubernetes cluster has none), ``trace`` (those the trace gives, e.g.
+    SWF's requested time) or ``exact`` (each job's own runtime, as the EASY baseline uses)."""
+    if mode not in ESTIMATES:
+        raise TraceError(f"estimates must be one of {', '.join(ESTIMATES)}, not {mode!r}")
+    if mode == "trace":
+        return trace
+    jobs = tuple(replace(job, estimate=job.duration if mode == "exact" else None) for job in trace.jobs)
+    return Trace(jobs, trace.nodes)
 
 
 def _check_unique(what: str, names: Iterable[str]) -> None:

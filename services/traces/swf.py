@@ -12,7 +12,8 @@ per line of 18 whitespace-separated numbers, -1 when unknown: 1 job number, 2 su
 A job uses its allocated processors (the requested ones when unknown) on nodes of
 ``procs_per_node`` cores (given, or ``MaxProcs / MaxNodes`` from the header, else 1): it
 becomes a gang of ``ceil(procs / procs_per_node)`` pods, all required (``min_member`` =
-tasks), each asking for ``ceil(procs / pods)`` cpus; it runs for its run time. Jobs that
+tasks), each asking for ``ceil(procs / pods)`` cpus; it runs for its run time, and its
+requested time (when given) is its runtime estimate (``Job.estimate``). Jobs that
 never held processors (run time -1 or no processor count, e.g. cancelled before they
 started) are skipped. Queue n becomes queue ``queue-n`` (-1: ``default``); user,
 partition and status become labels. With ``MaxNodes`` (or ``MaxProcs``) in the header the
@@ -74,6 +75,7 @@ def _text(path: Path) -> list[str]:
 
 def _job(fields: list[float], ppn: int) -> Job | None:
     number, submit, _wait, runtime, allocated = fields[:5]
+    requested_time = fields[8]
     procs = int(allocated if allocated > 0 else fields[7])
     if runtime < 0 or procs <= 0:
         return None
@@ -87,6 +89,7 @@ def _job(fields: list[float], ppn: int) -> Job | None:
         requests={"cpu": str(math.ceil(procs / tasks))},
         queue=f"queue-{queue}" if queue >= 0 else "default",
         labels={USER_LABEL: str(int(fields[11])), PARTITION_LABEL: str(partition), STATUS_LABEL: str(int(fields[10]))},
+        estimate=requested_time if requested_time > 0 else None,
     )
 
 

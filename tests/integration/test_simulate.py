@@ -90,6 +90,23 @@ def test_gzipped_swf_with_compressed_arrivals_through_the_command_line(tmp_path:
     assert all(document["policies"][p]["censored"] == {"count": 0} for p in ("fcfs", "easy", "greedy"))
 
 
+def test_swf_with_its_requested_times_as_estimates_under_the_large_gangs_policy(tmp_path: Path) -> None:
+    policy = Path(__file__).resolve().parents[2] / "examples" / "policies" / "large-gangs.yaml"
+    run = simulate(tmp_path, str(SWF_SAMPLE), "--format", "swf", "--estimates", "trace", "--config", str(policy))
+    assert replayed(tmp_path, run, "--config", str(policy)) == (run / "decisions.jsonl").read_bytes()
+    events = (run / "events.jsonl").read_text()
+    assert '"schedstream.io/runtime-estimate":"900s"' in events  # swf-1's PodGroup
+    assert '"startTime":' in events
+
+
+def test_an_unknown_estimates_mode_is_one_line(tmp_path: Path) -> None:
+    args = ["simulate", str(SWF_SAMPLE), "--format", "swf", "--estimates", "guess", "--out", str(tmp_path / "r")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "Invalid value for '--estimates'" in result.output
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.usefixtures("shared_data")
 def test_dlrm_slice_end_to_end(tmp_path: Path) -> None:
     # 300 instances created inside the trace window (file lines 7,282-7,581; the 7,280 before them

@@ -1,10 +1,14 @@
 """sla and reservation: a gang past its waiting bound goes first and holds the room it waits
 for, so a small job that arrives later cannot take it; closed-loop on traces small enough to
-work out by hand, and the replay of each run gives its decisions again."""
+work out by hand, and the replay of each run gives its decisions again. With runtime estimates
+(``held_room.ESTIMATE``, SWF's requested time, ``simulate --estimates``) room is held on the
+nodes that free up first, and a later job whose estimate ends before the held gang could start
+(its shadow time) may use that room, as EASY backfill allows."""
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ from services.record_files import read_records
 from services.replay import replay_records
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome
-from services.traces.model import Job, Trace
+from services.traces.model import Job, Trace, TraceError, with_estimates
 from tests.sim_traces import THREE_NODES, without_position
 
 CPU4 = {"cpu": "4"}
@@ -52,6 +56,45 @@ def starts(outcome: Outcome) -> dict[str, float | None]:
     return {job_id: record.start for job_id, record in outcome.jobs.items()}
 
 
+CPU2 = {"cpu": "2"}
+RESERVE = with_plugin("reservation", {"reservation-waiting-time": "5s"})
+
+# Two 4-cpu nodes. a holds one until 101; the gang b (both nodes) arrives at 10 and from 16 holds
+# the free node; c (500 s) arrives at 20, e (50 s) at 30.
+SHORT_BEFORE_GANG = Trace(
+    (
+        Job("a", 0, 100, requests=CPU4, estimate=100),
+        Job("b", 10, 100, tasks=2, requests=CPU4, estimate=100),
+        Job("c", 20, 500, requests=CPU4, estimate=500),
+        Job("e", 30, 50, requests=CPU4, estimate=50),
+    ),
+    THREE_NODES[:2],
+)
+
+# Three 4-cpu nodes: f and g run until 101 on two of them; the gang b (two whole nodes) arrives
+# at 10, c (500 s) at 20.
+EXTRA_NODE = Trace(
+    (
+        Job("f", 0, 100, requests=CPU4, estimate=100),
+        Job("g", 0, 100, requests=CPU4, estimate=100),
+        Job("b", 10, 100, tasks=2, requests=CPU4, estimate=100),
+        Job("c", 20, 500, requests=CPU4, estimate=500),
+    ),
+    THREE_NODES,
+)
+# Three 4-cpu nodes: a (2 cpu) runs on n0 until 1001, f (4 cpu) on n1 until 101; n2 is free. The
+# gang b (two whole nodes) arrives at 10; c (2 cpu, 50 s) at 20 fits only n0's free half.
+GANG_AND_HALF_NODE = Trace(
+    (
+        Job("a", 0, 1000, requests=CPU2, estimate=1000),
+        Job("f", 0, 100, requests=CPU4, estimate=100),
+        Job("b", 10, 100, tasks=2, requests=CPU4, estimate=100),
+        Job("c", 20, 50, requests=CPU2),
+    ),
+    THREE_NODES,
+)
+
+
 def test_without_a_bound_the_small_job_takes_the_gangs_room() -> None:
     # c starts on the free node at the marker of 21; b needs both nodes, free only once c ends at 521.
     outcome, _, _ = run(GANG_BEHIND_SMALL, SchedulerConfig())
@@ -70,13 +113,13 @@ def test_a_gang_past_its_bound_holds_its_room(config: SchedulerConfig) -> None:
     assert starts(outcome) == {"a": 1, "b": 102, "c": 203, "d": 203}
 
 
-def test_a_run_with_held_room_replays_to_the_same_decisions(tmp_path: Path) -> None:
-    config = with_plugin("reservation", {"reservation-waiting-time": "5s"})
-    _, events, decisions = run(GANG_BEHIND_SMALL, config)
+@pytest.mark.parametrize("trace", [GANG_BEHIND_SMALL, SHORT_BEFORE_GANG], ids=["held room", "lent room"])
+def test_a_run_with_held_room_replays_to_the_same_decisions(trace: Trace, tmp_path: Path) -> None:
+    _, events, decisions = run(trace, RESERVE)
     stream = tmp_path / "events.jsonl"
     stream.write_bytes(events)
     out = io.BytesIO()
-    replay_records(read_records([str(stream)]), out, config=config)
+    replay_records(read_records([str(stream)]), out, config=RESERVE)
     assert without_position(out.getvalue()) == without_position(decisions)
 
 
@@ -103,3 +146,52 @@ def test_a_jobs_own_annotation_wins_over_the_argument() -> None:
     assert waiting_time(job("2m"), 3600.0) == 120.0
     assert waiting_time(job("soon"), 3600.0) == 3600.0  # not a duration: ignored, as upstream
     assert waiting_time(job("soon"), None) is None
+
+
+@pytest.mark.parametrize(
+    ("trace", "want"),
+    [
+        # b holds n1 from 16 with shadow time 101 (a's start 1 + 100). c (21 + 500) would delay
+        # it and waits; e (31 + 50 = 81) cannot, and runs on the held node; b still starts at 102.
+        (SHORT_BEFORE_GANG, {"a": 1, "b": 102, "c": 203, "e": 31}),
+        (with_estimates(SHORT_BEFORE_GANG, "none"), {"a": 1, "b": 102, "c": 203, "e": 203}),
+        # b holds n2 and n1 (free at 101), not n0's free half (whose pod runs until 1001): c runs there.
+        (GANG_AND_HALF_NODE, {"a": 1, "f": 1, "b": 102, "c": 21}),
+        # Without estimates n0's free half covers more of a task than n1: b holds it, c waits for b.
+        (with_estimates(GANG_AND_HALF_NODE, "none"), {"a": 1, "f": 1, "b": 102, "c": 102}),
+        # b starts at 102 either way: it holds f's and g's nodes, and c runs at once on the third.
+        (EXTRA_NODE, {"f": 1, "g": 1, "b": 102, "c": 21}),
+        (with_estimates(EXTRA_NODE, "none"), {"f": 1, "g": 1, "b": 102, "c": 102}),
+    ],
+    ids=[
+        "a job that ends before the gang can start uses its held room",
+        "without estimates nothing uses held room",
+        "the gang holds the nodes that free up first",
+        "without estimates the gang holds the nodes closest to holding it",
+        "of the nodes that free up by its shadow time the gang holds those that free up last",
+        "without estimates the gang holds the free node and c waits for b to start",
+    ],
+)
+def test_runtime_estimates(trace: Trace, want: dict[str, float]) -> None:
+    outcome, _, _ = run(trace, RESERVE)
+    assert starts(outcome) == want
+
+
+def test_the_simulator_writes_the_estimate_and_the_start_time() -> None:
+    _, events, _ = run(SHORT_BEFORE_GANG, SchedulerConfig())
+    objects = [json.loads(line)["object"] for line in events.splitlines() if b'"object"' in line]
+    group = next(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "e")
+    assert group["metadata"]["annotations"] == {"schedstream.io/runtime-estimate": "50s"}
+    running = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Running")
+    assert running["status"]["startTime"] == "2026-01-01T00:00:01Z"
+
+
+@pytest.mark.parametrize(("mode", "want"), [("none", [None, None]), ("trace", [7.0, None]), ("exact", [5.0, 9.0])])
+def test_estimates_modes(mode: str, want: list[float | None]) -> None:
+    trace = Trace((Job("x", 0, 5, estimate=7), Job("y", 1, 9)))
+    assert [job.estimate for job in with_estimates(trace, mode).jobs] == want
+
+
+def test_an_unknown_estimates_mode_is_an_error() -> None:
+    with pytest.raises(TraceError, match="estimates must be one of none, trace, exact"):
+        with_estimates(Trace(()), "guess")

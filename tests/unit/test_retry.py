@@ -1,7 +1,7 @@
 """domain.scheduler.retry: a gang that failed and sees the same job and nodes with the same free
 room gets its last findings again instead of a new attempt, and that decides exactly what a new
-attempt decides: closed-loop runs of a busy trace, replayed with the memos kept and with every
-cycle starting without them."""
+attempt decides (held room lent by runtime estimates included): closed-loop runs of a busy
+trace, replayed with the memos kept and with every cycle starting without them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from domain.scheduler import retry
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
-from services.traces.model import Job, Node, Trace
+from services.traces.model import Job, Node, Trace, with_estimates
 from tests.unit.test_kept_snapshot import _decisions
 
 NODES = tuple(Node(f"n{i}", {"cpu": "4"}) for i in range(4))
@@ -37,10 +37,16 @@ LARGE_GANGS = from_mapping(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("config", [SchedulerConfig(), LARGE_GANGS], ids=["default", "large-gangs"])
-def test_kept_attempts_decide_as_new_ones(config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (with_estimates(BUSY, "exact"), LARGE_GANGS)],
+    ids=["default", "large-gangs", "large-gangs with runtime estimates"],
+)
+def test_kept_attempts_decide_as_new_ones(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
     events = io.BytesIO()
-    run_closed_loop(BUSY, BUSY.nodes, config, events, io.BytesIO())
+    run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
     lines = events.getvalue().decode().splitlines()
     repeats = []
     repeat = retry.repeat

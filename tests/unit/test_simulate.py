@@ -99,6 +99,21 @@ def test_greedy_first_fit_lets_a_small_job_delay_a_gang() -> None:
     assert (by_size["1"]["wait"]["max"], by_size["2-8"]["wait"]["max"]) == (0, 510)
 
 
+@pytest.mark.parametrize(("estimate", "want_c"), [(None, (20, 70)), (60, (20, 70)), (500, (200, 250))])
+def test_easy_plans_with_the_estimates_it_is_given(estimate: float | None, want_c: tuple[float, float]) -> None:
+    # b's shadow time is 100 (a ends). c runs 50 s: planned with its runtime, or an estimate that
+    # ends by 100, it is backfilled at 20; estimated at 500 s it would delay b, and waits.
+    trace = Trace(
+        (
+            Job("a", 0, 100, requests={"cpu": "4"}),
+            Job("b", 10, 100, tasks=2, requests={"cpu": "4"}),
+            Job("c", 20, 50, requests={"cpu": "4"}, estimate=estimate),
+        ),
+        THREE_NODES[:2],
+    )
+    assert times(easy(trace, trace.nodes)) == {"a": (0, 100), "b": (100, 200), "c": want_c}
+
+
 def test_jobs_never_started_are_censored_at_the_end_of_the_run() -> None:
     # A gang that never gets its two nodes: its wait runs to the outcome's last instant.
     outcome = Outcome("p", {"cpu": 8000}, {})

@@ -20,18 +20,28 @@ def labels(user: int, status: int) -> dict[str, str]:
 
 def test_sample_is_parsed_exactly() -> None:
     trace = read_swf(SAMPLE)
-    # MaxProcs 16 / MaxNodes 4: 4 cores per node. Job 5 (run time -1) and job 8 (0 processors,
-    # none requested) never ran and are skipped.
+    # MaxProcs 16 / MaxNodes 4: 4 cores per node; the requested time is the runtime estimate.
+    # Job 5 (run time -1) and job 8 (0 processors, none requested) never ran and are skipped.
     assert trace.jobs == (
-        Job("swf-1", 0, 600, tasks=1, requests={"cpu": "1"}, queue="queue-0", labels=labels(3, 1)),
-        Job("swf-2", 10, 1200, tasks=1, requests={"cpu": "4"}, queue="queue-0", labels=labels(3, 1)),
+        Job("swf-1", 0, 600, tasks=1, requests={"cpu": "1"}, queue="queue-0", labels=labels(3, 1), estimate=900),
+        Job("swf-2", 10, 1200, tasks=1, requests={"cpu": "4"}, queue="queue-0", labels=labels(3, 1), estimate=1800),
         # 6 allocated processors (8 requested): 2 pods of 3 cores.
-        Job("swf-3", 30, 3600, tasks=2, requests={"cpu": "3"}, queue="queue-1", labels=labels(4, 1)),
-        Job("swf-4", 30, 300, tasks=4, requests={"cpu": "4"}, queue="queue-0", labels=labels(5, 0)),
+        Job("swf-3", 30, 3600, tasks=2, requests={"cpu": "3"}, queue="queue-1", labels=labels(4, 1), estimate=3600),
+        Job("swf-4", 30, 300, tasks=4, requests={"cpu": "4"}, queue="queue-0", labels=labels(5, 0), estimate=600),
         # Allocated -1: the 2 requested processors; queue -1: default.
-        Job("swf-6", 60.5, 90, tasks=1, requests={"cpu": "2"}, queue="default", labels=labels(6, 1)),
+        Job("swf-6", 60.5, 90, tasks=1, requests={"cpu": "2"}, queue="default", labels=labels(6, 1), estimate=120),
         # 10 processors: 3 pods of ceil(10 / 3) = 4 cores, all of them required.
-        Job("swf-7", 70, 0, tasks=3, min_member=3, requests={"cpu": "4"}, queue="queue-1", labels=labels(6, 1)),
+        Job(
+            "swf-7",
+            70,
+            0,
+            tasks=3,
+            min_member=3,
+            requests={"cpu": "4"},
+            queue="queue-1",
+            labels=labels(6, 1),
+            estimate=60,
+        ),
     )
     assert trace.nodes == tuple(Node(f"swf-node-000{i}", {"cpu": "4"}) for i in range(4))
     assert trace.requested() == {"cpu": (1 + 4 + 6 + 16 + 2 + 12) * 1000}

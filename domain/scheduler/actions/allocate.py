@@ -46,6 +46,7 @@ def execute(session: Session) -> None:
     # 2. Take the next queue (queue order, recomputed as shares change) and its next job.
     order = session.in_queue_order(waiting)
     failed: dict[ObjectKey, set[ObjectKey]] = {}  # job -> its tasks that found no node this session
+    holds: list[held_room.Held] = []  # room held by waiting gangs, in the order taken
     for job in order:
         queue = session.snapshot.queues.get(job.queue)
         if queue is None or not queue.is_open:
@@ -57,14 +58,16 @@ def execute(session: Session) -> None:
             job.phase = PodGroupPhase.INQUEUE
         # 3. Place it: inside one network domain when it asks for one, else on any nodes; a job
         #    made ready with tasks still pending goes back to its queue.
-        if _allocate(session, job, failed.setdefault(job.key, set())):
+        if _allocate(session, job, failed.setdefault(job.key, set()), holds):
             order.push(job)
 
 
-def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey]) -> bool:
+def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held]) -> bool:
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
+    # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
+    lent = held_room.lend(session, job, holds)
     # A plain gang that failed last time and sees the same nodes with the same room fails alike.
-    seen = retry.look(session, job) if retry.can_keep(session, job) else None
+    seen = retry.look(session, job) if not lent and retry.can_keep(session, job) else None
     if seen is not None and retry.repeat(session, job, seen):
         return False
     verdicts = len(session.found.verdicts.get(job.key, []))
@@ -73,7 +76,8 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey]) -> bool:
     held = Statement(session)
     for task in job.pipelined():
         held.unpipeline(task)
-    again = _place(session, job, held, failed)
+    again = _place(session, job, held, failed, holds)
+    held_room.hold_again(session, lent)
     if seen is not None:
         retry.remember(session, job, seen, verdicts, fits)
     return again
@@ -85,7 +89,9 @@ def _still_released(session: Session, nodes: set[str]) -> bool:
     return any(t.status is TaskStatus.RELEASING and t.node in nodes for j in jobs for t in j.tasks)
 
 
-def _place(session: Session, job: JobInfo, held: Statement, failed: set[ObjectKey]) -> bool:
+def _place(
+    session: Session, job: JobInfo, held: Statement, failed: set[ObjectKey], holds: list[held_room.Held]
+) -> bool:
     attempt = None
     rest: list[TaskInfo] = []  # tasks of a plain job left to try once it is ready
     found = session.found
@@ -125,7 +131,9 @@ def _place(session: Session, job: JobInfo, held: Statement, failed: set[ObjectKe
     attempt.statement.discard()
     _keep_waiting(session, held)
     if attempt.refused is None and session.job_pipelined(job):
-        held_room.hold(session, job)  # a gang past its waiting bound keeps its room from later jobs
+        holding = held_room.hold(session, job)  # a gang past its waiting bound keeps its room from later jobs
+        if holding is not None:
+            holds.append(holding)
     return False
 
 

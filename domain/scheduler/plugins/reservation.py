@@ -1,5 +1,6 @@
 """reservation: the one gang that has waited longest past ``reservation-waiting-time`` goes
-first and holds its room, so large gangs never starve, without runtime estimates.
+first and holds its room, so large gangs never starve, without runtime estimates (and with
+EASY's backfill rule when pods carry them: ``held_room``).
 
 Volcano's old ``elect`` plugin and ``reserve`` action chose one target job and locked nodes for
 it; EASY backfill reserves for the queue's head, but needs runtime estimates, which a
