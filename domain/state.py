@@ -27,15 +27,15 @@ from enum import StrEnum
 
 from domain.events import Bookmark, EventType, Inbound, ScheduleMarker, UnknownKind, WatchEvent
 from domain.kinds import KubeObject
-from domain.lifecycle import job, pod_group, queue, workload
+from domain.lifecycle import workload
 from domain.lifecycle.catalog import MACHINES
-from domain.lifecycle.pod import PodFact
-from domain.lifecycle.status import LocalQueueUsage, MachineStatus, PodGroupStatusView, QueueStatusView
+from domain.lifecycle.status import LocalQueueUsage, MachineStatus
 from domain.lifecycle.table import IllegalTransition
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.core import Pod
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey, key_of
+from domain.recorded import Recording
 
 
 def _newer_or_equal(old: str, new: str) -> bool:
@@ -46,7 +46,7 @@ def _newer_or_equal(old: str, new: str) -> bool:
 
 
 @dataclass
-class ClusterState:
+class ClusterState(Recording):
     name: str
     next_seq: int = 0
     clock: datetime | None = None
@@ -75,16 +75,6 @@ class ClusterState:
     def phase_of(self, kind: str, key: ObjectKey) -> StrEnum | None:
         status = self.machines.get(kind, {}).get(key)
         return None if status is None else status.phase
-
-    @property
-    def assumed(self) -> dict[str, str]:
-        """uid -> node of the binds we decided that the cluster has not confirmed yet."""
-        return {s.uid: s.node for s in self.machines.get("Pod", {}).values() if s.node}
-
-    @property
-    def pod_group_status(self) -> dict[str, PodGroupStatusView]:
-        """uid -> the last status we decided for each PodGroup."""
-        return {s.uid: s.reported for s in self.machines.get("PodGroup", {}).values() if s.reported is not None}
 
     def node_of(self, pod: Pod, key: ObjectKey | None = None) -> str:
         """The node a pod runs on: its own spec, else the bind we decided for it. ``key``, the
@@ -116,56 +106,6 @@ class ClusterState:
         elif isinstance(event, UnknownKind):
             self.counters[f"unknown_kind:{event.api_version}/{event.kind}"] += 1
 
-    def decide_bind(self, pod: Pod, node: str, seq: int) -> bool:
-        """Fold a Bind decision: the pod is Bound to ``node`` until the cluster confirms it."""
-        status = self.status_of(pod)
-        if status is None or not self._step(status, PodFact.BIND_DECIDED, seq):
-            return False
-        status.node = node
-        status.nominated = ""
-        self._note_change("Pod", key_of(pod.metadata))
-        return True
-
-    def decide_pipeline(self, pod: Pod, node: str) -> bool:
-        """Record that a pod is pipelined onto ``node`` (or, with "", no longer is); False if unchanged."""
-        status = self.status_of(pod)
-        if status is None or status.nominated == node:
-            return False
-        status.nominated = node
-        self._note_change("Pod", key_of(pod.metadata))
-        return True
-
-    def nominated_node(self, pod: Pod) -> str:
-        """The node a pending pod is pipelined onto, waiting for preemption to release room there."""
-        status = self.status_of(pod)
-        return status.nominated if status is not None and status.uid == pod.metadata.uid else ""
-
-    def decide_pod_group_status(self, group: KubeObject, view: PodGroupStatusView, seq: int) -> bool:
-        """Fold a PodGroupStatus decision; False (recorded) if its phase is illegal now."""
-        status = self.status_of(group)
-        fact = pod_group.DECIDED[pod_group.PodGroupPhase(view[0])]
-        if status is None or not self._step(status, fact, seq):
-            return False
-        status.reported = view
-        self._note_change("PodGroup", key_of(group.metadata))
-        return True
-
-    def decide_job_status(self, obj: KubeObject, phase: job.JobPhase, seq: int) -> bool:
-        """Fold a JobStatus decision; False when the job may not take ``phase`` from where it is."""
-        status = self.status_of(obj)
-        if status is None or status.phase not in job.DECIDED.get(phase, ()):
-            return False
-        return self._step(status, job.FACT_OF[phase], seq)
-
-    def decide_workload_status(self, wl: Workload, view: WorkloadView, seq: int) -> bool:
-        """Fold a WorkloadStatus decision; False (recorded) if the phase it shows is illegal now."""
-        status = self.status_of(wl)
-        if status is None or not self._step(status, workload.fact_of(wl.spec.active, view), seq):
-            return False
-        status.workload = view
-        self._sync_second_pass(status, view)
-        return True
-
     def workload_view(self, wl: Workload) -> WorkloadView:
         """The status a workload has now: the one we last decided, else the cluster's."""
         status = self.status_of(wl)
@@ -181,51 +121,6 @@ class ClusterState:
         if not status.needs_second_pass:  # its backoff ends with the need
             status.second_pass_failures, status.second_pass_at = 0, None
 
-    def decide_second_pass_backoff(self, wl: Workload, failures: int, at: datetime) -> None:
-        """Fold a failed second pass (S3): ``failures`` so far; the next waits for ``at``."""
-        status = self.status_of(wl)
-        if status is not None and status.needs_second_pass:
-            status.second_pass_failures, status.second_pass_at = failures, at
-
-    def decide_evict(self, pod: Pod) -> bool:
-        """Record an Evict decision; False when the pod was evicted already."""
-        status = self.status_of(pod)
-        if status is None or status.evicted:
-            return False
-        status.evicted = True
-        self._note_change("Pod", key_of(pod.metadata))
-        return True
-
-    def decide_queue_status(self, obj: KubeObject, view: QueueStatusView, seq: int) -> bool:
-        """Fold a QueueStatus decision: it reports the state the queue is in, and what it holds."""
-        status = self.status_of(obj)
-        fact = queue.DECIDED.get(view[0])
-        if status is None or fact is None or not self._step(status, fact, seq):
-            return False
-        status.queue_reported = view
-        return True
-
-    def decide_queue_refused(self, obj: KubeObject, seq: int) -> bool:
-        """Fold a Reject of a queue (S2); False when it was refused already, or cannot be now."""
-        status = self.status_of(obj)
-        if status is None or status.phase is queue.QueuePhase.REJECTED:
-            return False
-        return self._step(status, queue.QueueFact.CREATION_REFUSED, seq)
-
-    def decide_reject(self, obj: KubeObject, reason: str, seq: int) -> bool:
-        """Record a Reject decision (S2); False when the same reason is already in force."""
-        status = self.status_of(obj)
-        if status is None or status.rejected == reason:
-            return False
-        status.rejected = reason
-        return True
-
-    def withdraw_reject(self, obj: KubeObject) -> None:
-        """The reason for a Reject no longer applies (its queue became a leaf, or it moved)."""
-        status = self.status_of(obj)
-        if status is not None:
-            status.rejected = ""
-
     def _step(self, status: MachineStatus, fact: StrEnum, seq: int) -> bool:
         lifecycle = MACHINES[status.kind].lifecycle
         try:
@@ -238,10 +133,6 @@ class ClusterState:
         if target != status.phase:
             status.phase, status.since_seq, status.since = target, seq, self.clock
         return True
-
-    def decide_local_queue_usage(self, key: ObjectKey, usage: LocalQueueUsage) -> None:
-        """Fold a LocalQueue's new Admission Fair Sharing usage (a sample or an entry penalty)."""
-        self.local_queue_usage[key] = usage
 
     def _forget(self, kind: str, key: ObjectKey, uid: str) -> None:
         self._note_change(kind, key)

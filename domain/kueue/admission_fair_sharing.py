@@ -33,6 +33,7 @@ from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.lifecycle.status import LocalQueueUsage
 from domain.objects.kueue import ClusterQueue, LocalQueue
 from domain.objects.meta import ObjectKey
+from domain.recorded import LocalQueueSample
 
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
 DEFAULT_HALF_LIFE = "168h"
@@ -84,7 +85,7 @@ def sample(snap: KueueSnapshot, afs: AdmissionFairSharing) -> None:
             continue
         usage = state.local_queue_usage.get(key)
         if usage is None or usage.uid != lq.metadata.uid:
-            state.decide_local_queue_usage(key, _observed(lq, now))
+            state.record(LocalQueueSample(key, _observed(lq, now)))
             continue
         elapsed = (now - usage.last_update).total_seconds()
         if elapsed < afs.sampling:
@@ -97,7 +98,7 @@ def sample(snap: KueueSnapshot, afs: AdmissionFairSharing) -> None:
                 old = usage.consumed.get(resource, 0.0) * (1 - alpha)
                 value = old + current.get(resource, 0) * alpha + usage.penalty.get(resource, 0.0)
                 consumed[resource] = round(value, _DIGITS)
-        state.decide_local_queue_usage(key, LocalQueueUsage(lq.metadata.uid, now, consumed, {}))
+        state.record(LocalQueueSample(key, LocalQueueUsage(lq.metadata.uid, now, consumed, {})))
 
 
 def _observed(lq: LocalQueue, now: datetime) -> LocalQueueUsage:
@@ -136,4 +137,4 @@ def penalize(snap: KueueSnapshot, afs: AdmissionFairSharing, info: WorkloadInfo)
     penalty = dict(usage.penalty)
     for (_, resource), amount in sorted(info.usage().items()):
         penalty[resource] = round(penalty.get(resource, 0.0) + amount * alpha, _DIGITS)
-    snap.state.decide_local_queue_usage(key, LocalQueueUsage(usage.uid, usage.last_update, usage.consumed, penalty))
+    snap.state.record(LocalQueueSample(key, LocalQueueUsage(usage.uid, usage.last_update, usage.consumed, penalty)))

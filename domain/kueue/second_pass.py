@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from domain.decisions import ObjectRef
 from domain.kueue import tas
 from domain.kueue.admission_checks import admitted_message
 from domain.kueue.cycle_view import KueueSnapshot
@@ -42,6 +43,7 @@ from domain.objects.core import Node
 from domain.objects.kueue import PodSet, ResourceFlavor
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
+from domain.recorded import SecondPassBackoff
 
 MAX_BACKOFF_SECONDS = 30
 DELAYED = "PendingDelayedTopologyRequests"
@@ -81,7 +83,7 @@ def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
 def _back_off(snap: KueueSnapshot, info: WorkloadInfo, status: MachineStatus) -> None:
     failures = status.second_pass_failures + 1
     delay = timedelta(seconds=min(2**failures, MAX_BACKOFF_SECONDS))
-    snap.state.decide_second_pass_backoff(info.obj, failures, snap.clock + delay)
+    snap.state.record(SecondPassBackoff(ObjectRef.of(info.obj), failures, snap.clock + delay))
 
 
 def _pod_sets(info: WorkloadInfo) -> tuple[dict[str, Any], dict[str, PodSet], dict[str, ResourceList]]:

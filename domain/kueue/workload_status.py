@@ -11,15 +11,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from domain import decisions
-from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.decisions import (
+    AdmissionCheckState,
+    Decision,
+    Evict,
+    ObjectRef,
+    RequeueState,
+    UnhealthyNode,
+    WorkloadStatus,
+    conditions_of,
+)
 from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
-from domain.lifecycle.workload import Conditions, WorkloadView
-from domain.objects import topology_assignment
+from domain.lifecycle.workload import WorkloadView
+from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey
+from domain.state import ClusterState
 
-V1BETA2 = "kueue.x-k8s.io/v1beta2"
 Update = tuple[str, str, str]
 """(status, reason, message) of one condition."""
 
@@ -103,21 +111,19 @@ def _eviction_message(view: WorkloadView) -> str:
     return condition[3] if condition is not None else "The workload was evicted"
 
 
-def _admission_json(admission: Mapping[str, Any] | None, api_version: str) -> Mapping[str, Any] | None:
-    """The admission as the workload's API version spells it: v1beta2 compresses topology assignments."""
-    if admission is None or api_version != V1BETA2:
-        return admission
-    assignments = [
-        {**p, "topologyAssignment": topology_assignment.to_slices(p["topologyAssignment"])}
-        if p.get("topologyAssignment")
-        else p
-        for p in admission.get("podSetAssignments") or ()
-    ]
-    return {**admission, "podSetAssignments": assignments}
-
-
-def _conditions_json(conditions: Conditions) -> list[dict[str, str]]:
-    return [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]
+def status_decision(state: ClusterState, seq: int, obj: Workload, view: WorkloadView, reason: str) -> WorkloadStatus:
+    """The WorkloadStatus decision that writes ``view`` (what the workload's status says)."""
+    requeue = None
+    if view.requeue_count or view.requeue_at:
+        requeue = RequeueState(view.requeue_count, iso(view.requeue_at) if view.requeue_at else None)
+    return WorkloadStatus.make(
+        state.name, seq, ObjectRef.of(obj), reason,
+        conditions=conditions_of(view.conditions),
+        admission=view.admission,
+        admission_checks=[AdmissionCheckState(n, s) for n, s in view.admission_checks] or None,
+        unhealthy_nodes=[UnhealthyNode(n) for n in view.unhealthy_nodes] or None,
+        requeue_state=requeue,
+    )  # fmt: skip
 
 
 @dataclass
@@ -133,24 +139,13 @@ class Outbox:
         """Write ``view`` if it differs from the workload's status; True if written."""
         if view is info.view or view == info.view or info.key in self.touched:
             return False
-        state = self.snap.state
-        if not state.decide_workload_status(info.obj, view, self.seq):
+        decision = status_decision(self.snap.state, self.seq, info.obj, view, reason)
+        if not self.snap.state.record(decision):
             return False
         self.touched.add(info.key)
         info.view = view
         self.snap.status_changed(info)
-        admission = _admission_json(view.admission, info.obj.api_version)
-        fields: dict[str, Any] = {"conditions": _conditions_json(view.conditions), "admission": admission}
-        if view.admission_checks:
-            fields["admissionChecks"] = [{"name": n, "state": s} for n, s in view.admission_checks]
-        if view.unhealthy_nodes:
-            fields["unhealthyNodes"] = [{"name": n} for n in view.unhealthy_nodes]
-        if view.requeue_count or view.requeue_at:
-            requeue_at = iso(view.requeue_at) if view.requeue_at else None
-            fields["requeueState"] = {"count": view.requeue_count, "requeueAt": requeue_at}
-        self.out.append(
-            decisions.make(state.name, self.seq, DecisionKind.WORKLOAD_STATUS, ObjectRef.of(info.obj), reason, **fields)
-        )
+        self.out.append(decision)
         return True
 
     def evict(
@@ -160,15 +155,16 @@ class Outbox:
         message: str,
         preempted: Update | None = None,
         cause: tuple[str, Update] | None = None,
-        **extra: str,
+        *,
+        preemptor: str | None = None,
     ) -> bool:
         """Evict a workload that holds quota: its Evicted status (with ``Preempted``, or the
         condition named by ``cause``, in the same write), then the ``Evict`` decision."""
         conditions = {"Preempted": preempted, **dict([cause] if cause else [])}
         if not self.status(info, evicted(info.view, reason, message, **conditions), reason):
             return False
-        ref = ObjectRef.of(info.obj)
-        self.out.append(
-            decisions.make(self.snap.state.name, self.seq, DecisionKind.EVICT, ref, reason, message=message, **extra)
-        )
+        evict = Evict.make(self.snap.state.name, self.seq, ObjectRef.of(info.obj), reason, message=message,
+                           preemptor=preemptor)  # fmt: skip
+        if self.snap.state.record(evict):  # a Workload's eviction is in the status just written
+            self.out.append(evict)
         return True

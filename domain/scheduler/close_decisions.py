@@ -10,14 +10,15 @@ Pending; a gang that waits carries an ``Unschedulable`` condition saying why, wi
 
 from __future__ import annotations
 
-from domain import decisions, quantity
-from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain import quantity
+from domain.decisions import Bind, Condition, Decision, Evict, ObjectRef, PodGroupStatus, QueueStatus
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.reasons import Reason, gang_pipelined, gang_unschedulable, most_severe
+from domain.recorded import Pipelined
 from domain.scheduler.infos import PLACED, JobInfo, QueueInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.state import ClusterState
@@ -28,15 +29,16 @@ _SCHEDULED = ("Scheduled", "True", "tasks in gang are ready to be scheduled", ""
 def placements(state: ClusterState, session: Session, seq: int) -> list[Decision]:
     out = []
     for task in session.found.binds:
-        if state.decide_bind(task.pod, task.node, seq):
-            out.append(decisions.make(state.name, seq, DecisionKind.BIND, ObjectRef.of(task.pod), "Scheduled",
-                                      node=task.node))  # fmt: skip
+        bind = Bind.make(state.name, seq, ObjectRef.of(task.pod), "Scheduled", node=task.node)
+        if state.record(bind):
+            out.append(bind)
     for task, reason in session.found.evictions:
-        if state.decide_evict(task.pod):
-            out.append(decisions.make(state.name, seq, DecisionKind.EVICT, ObjectRef.of(task.pod), reason))
+        evict = Evict.make(state.name, seq, ObjectRef.of(task.pod), reason)
+        if state.record(evict):
+            out.append(evict)
     # Where each pipelined task waits (or that it no longer does) is the state's, for later cycles.
     for task in [*session.snapshot.pipelined, *session.found.pipelines]:
-        state.decide_pipeline(task.pod, task.node if task.status is TaskStatus.PIPELINED else "")
+        state.record(Pipelined(ObjectRef.of(task.pod), task.node if task.status is TaskStatus.PIPELINED else ""))
     return out
 
 
@@ -119,10 +121,11 @@ def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[
         view = _view(session, job, baseline, peak)
         if view == baseline:
             continue
-        if not state.decide_pod_group_status(group, view, seq):
+        decision = _decision(state, group, view, seq)
+        if not state.record(decision):
             snapshot.unsettled.add(key)  # refused now: asked again next cycle
             continue
-        out.append(_decision(state, group, view, seq))
+        out.append(decision)
     # A PodGroup admitted before it has pods says Inqueue and nothing more: with no task there is
     # no gang to judge (upstream's gang plugin skips it too).
     for job in snapshot.unborn:
@@ -131,8 +134,8 @@ def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[
             continue
         baseline = _baseline(machine, job.group)
         view = ("Inqueue", baseline[1])
-        if view != baseline and state.decide_pod_group_status(job.group, view, seq):
-            out.append(_decision(state, job.group, view, seq))
+        if view != baseline and state.record(decision := _decision(state, job.group, view, seq)):
+            out.append(decision)
     return out
 
 
@@ -144,13 +147,12 @@ def _baseline(machine: MachineStatus, group: PodGroup) -> PodGroupStatusView:
     )
 
 
-def _decision(state: ClusterState, group: PodGroup, view: PodGroupStatusView, seq: int) -> Decision:
+def _decision(state: ClusterState, group: PodGroup, view: PodGroupStatusView, seq: int) -> PodGroupStatus:
     phase, conditions = view
     reason = "GangScheduled" if phase == "Running" else conditions[0][2] if conditions else phase
-    return decisions.make(
-        state.name, seq, DecisionKind.POD_GROUP_STATUS, ObjectRef.of(group), reason, phase=phase,
-        conditions=[{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions],
-    )  # fmt: skip
+    return PodGroupStatus.make(
+        state.name, seq, ObjectRef.of(group), reason, phase=phase, conditions=[Condition(*c) for c in conditions]
+    )
 
 
 def _allocated_view(allocated: dict[str, int]) -> tuple[tuple[str, str], ...]:
@@ -172,8 +174,11 @@ def queue_statuses(state: ClusterState, session: Session, seq: int) -> list[Deci
             continue
         observed = (obj.status.state or "Open", _allocated_view(dict(obj.status.allocated)))
         view = _queue_view(session, queue)
-        if view == (machine.queue_reported or observed) or not state.decide_queue_status(obj, view, seq):
+        if view == (machine.queue_reported or observed):
             continue
-        out.append(decisions.make(state.name, seq, DecisionKind.QUEUE_STATUS, ObjectRef.of(obj), "AllocatedChanged",
-                                  state=view[0], allocated=dict(view[1])))  # fmt: skip
+        decision = QueueStatus.make(
+            state.name, seq, ObjectRef.of(obj), "AllocatedChanged", state=view[0], allocated=dict(view[1])
+        )
+        if state.record(decision):
+            out.append(decision)
     return out

@@ -4,8 +4,7 @@ only when the Job's phase changes, and never for a Job being deleted or gone (SE
 
 from __future__ import annotations
 
-from domain import decisions
-from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.decisions import Decision, JobStatus, ObjectRef
 from domain.lifecycle.job import DECIDED, JobPhase
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey, key_of
@@ -31,8 +30,9 @@ def job_statuses(state: ClusterState, seq: int) -> list[Decision]:
             if owner.kind != "Job" or not isinstance(job, Job) or owner.uid not in ("", job.metadata.uid):
                 continue
             phase = state.phase_of("Job", key_of(job.metadata))
-            if phase is target or phase not in DECIDED[target] or not state.decide_job_status(job, target, seq):
-                continue  # unchanged, the controller's to move (aborting, terminating...), or being deleted
-            out.append(decisions.make(state.name, seq, DecisionKind.JOB_STATUS, ObjectRef.of(job),
-                                      f"PodGroup{target.value}", phase=target.value))  # fmt: skip
+            if phase is target or phase not in DECIDED[target]:
+                continue  # unchanged, or the controller's to move (aborting, terminating...)
+            decision = JobStatus.make(state.name, seq, ObjectRef.of(job), f"PodGroup{target.value}", phase=target.value)
+            if state.record(decision):  # not while it is being deleted
+                out.append(decision)
     return out

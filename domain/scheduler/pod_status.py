@@ -6,8 +6,7 @@ Written when the pod first waits and whenever the message changes (CONTRACT sect
 
 from __future__ import annotations
 
-from domain import decisions
-from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain.decisions import Condition, Decision, ObjectRef, PodStatus
 from domain.reasons import most_severe
 from domain.scheduler.infos import TaskStatus
 from domain.scheduler.session import Session
@@ -26,12 +25,8 @@ def pod_statuses(state: ClusterState, session: Session, seq: int) -> list[Decisi
         summary = found.fits.get(key, {}).get(task.key)
         verdict = most_severe(found.verdicts[key])
         message = summary.message() if summary is not None else verdict.message if verdict is not None else ""
-        view = ("Pending", (("PodScheduled", "False", "Unschedulable", message),))
-        if machine.reported == view:
-            continue
-        machine.reported = view  # only this module reads it for a pod: no other state changes
-        out.append(decisions.make(
-            state.name, seq, DecisionKind.POD_STATUS, ObjectRef.of(task.pod), "Unschedulable",
-            conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}],
-        ))  # fmt: skip
+        conditions = [Condition("PodScheduled", "False", "Unschedulable", message)]
+        decision = PodStatus.make(state.name, seq, ObjectRef.of(task.pod), "Unschedulable", conditions=conditions)
+        if state.record(decision):  # unless the pod says this already
+            out.append(decision)
     return out

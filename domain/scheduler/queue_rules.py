@@ -12,10 +12,11 @@ A refusal is a ``Reject`` decision, made once; a refused queue stays refused (it
 
 from __future__ import annotations
 
-from domain import decisions, quantity
-from domain.decisions import Decision, DecisionKind, ObjectRef
+from domain import quantity
+from domain.decisions import Decision, ObjectRef, Reject
 from domain.lifecycle.queue import QueuePhase
 from domain.reasons import Reason
+from domain.recorded import RejectWithdrawn
 from domain.scheduler.infos import PLACED, ROOT, QueueInfo
 from domain.scheduler.snapshot import Snapshot
 from domain.state import ClusterState
@@ -56,9 +57,9 @@ def refuse_queues(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Dec
             continue
         queue.state = QueuePhase.REJECTED
         snapshot.queues[queue.parent].children.remove(queue.name)
-        if state.decide_queue_refused(queue.queue, seq):
-            out.append(decisions.make(state.name, seq, DecisionKind.REJECT, ObjectRef.of(queue.queue),
-                                      Reason.QUEUE_REFUSED.value, message=message))  # fmt: skip
+        reject = Reject.make(state.name, seq, ObjectRef.of(queue.queue), Reason.QUEUE_REFUSED.value, message=message)
+        if state.record(reject):
+            out.append(reject)
     return out
 
 
@@ -79,12 +80,12 @@ def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decis
         elif queue.children:
             reason, message = Reason.QUEUE_NOT_LEAF, f"queue {queue.name} has child queues; only leaf queues run jobs"
         else:
-            state.withdraw_reject(job.group)
+            state.record(RejectWithdrawn(ObjectRef.of(job.group)))
             snapshot.rejected.discard(key)
             continue
         snapshot.dropped.append(snapshot.jobs.pop(key))
         snapshot.rejected.add(key)
-        if state.decide_reject(job.group, message, seq):
-            out.append(decisions.make(state.name, seq, DecisionKind.REJECT, ObjectRef.of(job.group),
-                                      reason.value, message=message))  # fmt: skip
+        reject = Reject.make(state.name, seq, ObjectRef.of(job.group), reason.value, message=message)
+        if state.record(reject):
+            out.append(reject)
     return out

@@ -44,7 +44,7 @@ def member(state: ClusterState, pod: Pod, task: TaskInfo | None) -> dict[str, An
         "name": pod.metadata.name,
         "status": task.status.value if task is not None else pod.status.phase or "Unknown",
         "node": state.node_of(pod) or None,
-        "nominated": state.nominated_node(pod) or None,
+        "nominated": (status.nominated if status is not None and status.uid == pod.metadata.uid else "") or None,
         "evicting": bool(status is not None and status.evicted),
     }
 

@@ -131,8 +131,12 @@ def snapshot(engine: Engine, cluster: str = "c1") -> dict[str, Any]:
             if store
         },
         "tombstones": sorted(state.tombstones),
-        "assumed": dict(sorted(state.assumed.items())),
-        "pod_group_status": dict(sorted(state.pod_group_status.items())),
+        # uid -> node of the binds we decided that the cluster has not confirmed yet
+        "assumed": dict(sorted((s.uid, s.node) for s in state.machines.get("Pod", {}).values() if s.node)),
+        # uid -> the last status we decided for each PodGroup
+        "pod_group_status": dict(
+            sorted((s.uid, s.reported) for s in state.machines.get("PodGroup", {}).values() if s.reported is not None)
+        ),
     }
 
 
@@ -608,7 +612,7 @@ def test_new_uid_under_an_old_name_is_a_new_object() -> None:
     state = engine.state("c1")
     assert {k: p.metadata.uid for k, p in state.pods().items()} == {"ns/p": "u2"}
     assert "u1" in state.tombstones
-    assert state.assumed == {"u2": "n-0"}
+    assert [(s.uid, s.node) for s in state.machines["Pod"].values() if s.node] == [("u2", "n-0")]
 
 
 @pytest.mark.parametrize("markers", [True, False], ids=["with markers", "without markers"])

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from domain.events import parse_event
+from domain.kueue.workload_status import status_decision
 from domain.lifecycle.workload import WorkloadView, needs_second_pass, view_of
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState
@@ -102,7 +103,8 @@ def test_the_machine_holds_the_field_from_a_decided_status(case: Case) -> None:
     neutral = {**_workload(case), "status": {}}
     state.apply(parse_event(b.added(neutral)), seq=0)
     obj = state.of_kind("Workload")[ObjectKey("ns/w")]
-    assert state.decide_workload_status(obj, _view(case), seq=1)  # type: ignore[arg-type]
+    decision = status_decision(state, 1, obj, _view(case), "test")  # type: ignore[arg-type]
+    assert state.record(decision)
     status = state.machines["Workload"][ObjectKey("ns/w")]
     assert status.needs_second_pass is case.want_second_pass
     assert state.workload_view(obj) == _view(case)  # type: ignore[arg-type]
