@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from domain.kueue import admission_fair_sharing, fair_preemption, fair_sharing, preemption, tas
-from domain.kueue.admission_fair_sharing import AdmissionFairSharing
 from domain.kueue.cycle_view import KueueSnapshot
-from domain.kueue.fair_sharing import FairSharing
 from domain.kueue.flavor_assigner import Assignment, Mode, assign
 from domain.kueue.queue import backing_off, waiting_by_queue
+from domain.kueue.settings import AdmissionFairSharing, FairSharing
 from domain.kueue.workload_status import Outbox, admitted, waiting
 from domain.kueue.workloads import WorkloadInfo
 from domain.objects.kueue import ClusterQueue

@@ -22,13 +22,10 @@ x usage, divided by the LocalQueue's weight (default 1; weight 0 always goes las
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from domain import durations
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.settings import AdmissionFairSharing
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.lifecycle.status import LocalQueueUsage
 from domain.objects.kueue import ClusterQueue, LocalQueue
@@ -36,33 +33,7 @@ from domain.objects.meta import ObjectKey
 from domain.recorded import LocalQueueSample
 
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
-DEFAULT_HALF_LIFE = "168h"
-DEFAULT_SAMPLING = "5m"
-_KEY = "kueue.admissionFairSharing."
 _DIGITS = 3  # usage is kept to a thousandth of a milli-unit, so a long half-life still moves it
-
-
-@dataclass(frozen=True, slots=True)
-class AdmissionFairSharing:
-    half_life: float  # seconds
-    sampling: float  # seconds
-    resource_weights: Mapping[str, float]
-
-    def alpha(self, elapsed: float) -> float:
-        """The weight of what is admitted now against the history, after ``elapsed`` seconds."""
-        return 0.0 if self.half_life == 0 else 1.0 - 0.5 ** (elapsed / self.half_life)
-
-
-def from_settings(settings: Mapping[str, Any]) -> AdmissionFairSharing | None:
-    """The config's ``kueue.admissionFairSharing`` (validated by the loader); None when absent."""
-    afs = settings.get("admissionFairSharing")
-    if afs is None:
-        return None
-    return AdmissionFairSharing(
-        half_life=durations.seconds(afs.get("usageHalfLifeTime", DEFAULT_HALF_LIFE), _KEY + "usageHalfLifeTime"),
-        sampling=durations.seconds(afs.get("usageSamplingInterval", DEFAULT_SAMPLING), _KEY + "usageSamplingInterval"),
-        resource_weights={str(k): float(v) for k, v in (afs.get("resourceWeights") or {}).items()},
-    )
 
 
 def applies(cq: ClusterQueue) -> bool:

@@ -24,17 +24,16 @@ sets no deadline. Nothing on the Volcano side of the cycle reads the clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
-from domain.kueue.lifecycle_steps import pods_ready_deadline, pods_ready_timeout
+from domain.kueue.lifecycle_steps import pods_ready_deadline
+from domain.kueue.settings import KueueSettings
 from domain.kueue.workloads import EPOCH, WorkloadIndex
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState
 
 
-def next_deadline(state: ClusterState, settings: Mapping[str, Any], index: WorkloadIndex) -> datetime | None:
+def next_deadline(state: ClusterState, settings: KueueSettings, index: WorkloadIndex) -> datetime | None:
     """The earliest scheduler-clock instant after ``state.clock`` at which a Kueue cycle would
     act with no new event, or None; ``settings`` is the config's ``kueue:``, ``index`` the
     workload index the cycle keeps, renewed. It looks only at the live workloads that hold
@@ -42,7 +41,7 @@ def next_deadline(state: ClusterState, settings: Mapping[str, Any], index: Workl
     if not state.objects.get("Workload"):
         return None
     now = state.clock or EPOCH
-    timeout = pods_ready_timeout(settings)
+    timeout = settings.pods_ready_timeout
     queues = state.of_kind("ClusterQueue")
     found: list[datetime] = []
     for info in index.holding.values():

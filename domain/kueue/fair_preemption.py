@@ -12,8 +12,9 @@ from __future__ import annotations
 from domain.kueue import fair_sharing
 from domain.kueue.cohort_tree import FlavorResource, QuotaNode
 from domain.kueue.cycle_view import KueueSnapshot
-from domain.kueue.fair_sharing import STRATEGIES, FairSharing
+from domain.kueue.fair_sharing import STRATEGIES
 from domain.kueue.preemption import Target, _candidates, _fits, _is_borrowing
+from domain.kueue.settings import FairSharing
 from domain.kueue.workloads import WorkloadInfo
 from domain.objects.kueue import ClusterQueue
 

@@ -18,33 +18,16 @@ target's share after the removal (first strategy) or below its share before it (
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from domain.kueue.cohort_tree import FlavorResource, QuotaNode
 from domain.kueue.cycle_view import KueueSnapshot
 
 INFINITE = 1 << 62
-DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 Strategy = Callable[[int, int, int], bool]
 STRATEGIES: dict[str, Strategy] = {
     "LessThanOrEqualToFinalShare": lambda preemptor_new, _target_old, target_new: preemptor_new <= target_new,
     "LessThanInitialShare": lambda preemptor_new, target_old, _target_new: preemptor_new < target_old,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class FairSharing:
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
-
-
-def from_settings(settings: Mapping[str, Any]) -> FairSharing | None:
-    """The fair-sharing settings of the config's ``kueue:`` mapping; None when disabled."""
-    fair = settings.get("fairSharing") or {}
-    if not fair.get("enable"):
-        return None
-    # The configuration loader allows only names of STRATEGIES, in Kueue's combinations.
-    return FairSharing(tuple(fair.get("preemptionStrategies") or DEFAULT_STRATEGIES))
 
 
 def weight(snap: KueueSnapshot, node: QuotaNode) -> int:

@@ -22,7 +22,7 @@ from domain.kueue import fair_preemption, preemption, tas
 from domain.kueue.admission_checks import delays_topology
 from domain.kueue.cohort_tree import FlavorResource, QuotaNode
 from domain.kueue.cycle_view import KueueSnapshot
-from domain.kueue.fair_sharing import FairSharing
+from domain.kueue.settings import FairSharing
 from domain.kueue.tas import Placement
 from domain.kueue.workloads import PodSetRequest, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, PodSet, ResourceFlavor

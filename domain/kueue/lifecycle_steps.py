@@ -11,12 +11,10 @@ HoldAndDrain ClusterQueue (ClusterQueueStopped), and ``waitForPodsReady`` (PodsR
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
-from domain import durations
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.settings import KueueSettings
 from domain.kueue.tas import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
 from domain.kueue.workloads import WorkloadInfo
@@ -27,7 +25,7 @@ DEACTIVATED = "Deactivated"
 _BACKOFF = frozenset({"PodsReadyTimeout"})
 
 
-def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
+def run(snap: KueueSnapshot, box: Outbox, settings: KueueSettings) -> None:
     # 1. Release the quota of evicted workloads whose pods are gone (phase two).
     for info in snap.holders():
         if info.view.is_true("Evicted") and not _has_running_pods(snap, info):
@@ -41,18 +39,12 @@ def run(snap: KueueSnapshot, box: Outbox, settings: Mapping[str, Any]) -> None:
         if cq.spec.stop_policy == "HoldAndDrain" and not info.view.is_true("Evicted"):
             box.evict(info, "ClusterQueueStopped", f"The ClusterQueue {cq.metadata.name} is stopped")
     # 4. Evict admitted workloads whose pods were not ready in time.
-    timeout = pods_ready_timeout(settings)
+    timeout = settings.pods_ready_timeout
     if timeout is not None:
         for info in snap.holders():
             deadline = pods_ready_deadline(snap.state, info, timeout)
             if deadline is not None and snap.clock >= deadline:
                 box.evict(info, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {info.key}")
-
-
-def pods_ready_timeout(settings: Mapping[str, Any]) -> timedelta | None:
-    """``waitForPodsReady.timeout`` (default 5m); None when ``waitForPodsReady`` is off."""
-    wait = settings.get("waitForPodsReady") or {}
-    return durations.parse(wait.get("timeout", "5m"), "kueue.waitForPodsReady.timeout") if wait.get("enable") else None
 
 
 def pods_ready_deadline(state: ClusterState, info: WorkloadInfo, timeout: timedelta) -> datetime | None:
@@ -81,7 +73,7 @@ def _has_running_pods(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
     return False
 
 
-def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Mapping[str, Any]) -> None:
+def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: KueueSettings) -> None:
     view = info.view
     evicted = view.condition("Evicted")
     reason = evicted[2] if evicted else ""
@@ -90,8 +82,7 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Map
     if reason == DEACTIVATED:
         requeued = ("False", DEACTIVATED, "The workload is deactivated")
     elif reason in _BACKOFF:
-        strategy = (settings.get("waitForPodsReady") or {}).get("requeuingStrategy") or {}
-        base, most = strategy.get("backoffBaseSeconds", 60), strategy.get("backoffMaxSeconds", 3600)
+        base, most = settings.backoff_base_seconds, settings.backoff_max_seconds
         count += 1
         at = snap.clock + timedelta(seconds=min(base * 2 ** (count - 1), most))
         requeued = ("False", reason, f"Requeued after backoff, at {iso(at)}")

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from domain.kueue import admission_fair_sharing
-from domain.kueue.admission_fair_sharing import AdmissionFairSharing
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.settings import AdmissionFairSharing
 from domain.kueue.workload_status import Outbox, waiting
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, LabelSelector

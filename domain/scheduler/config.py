@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain import durations
+from domain.kueue import settings as kueue_settings
+from domain.kueue.settings import KueueSettings
 from domain.scheduler import plugin_args
 
 ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
@@ -104,7 +106,7 @@ class SchedulerConfig:
     )
     scheduler_name: str = "volcano"
     ib_cluster_label: str = "volcano.sh/ib-cluster"
-    kueue: Mapping[str, Any] = field(default_factory=dict)
+    kueue: KueueSettings = field(default_factory=KueueSettings)
     # One line per name or argument that was accepted but has no effect here, saying why.
     warnings: tuple[str, ...] = ()
 
@@ -144,7 +146,7 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
         tiers=tiers,
         scheduler_name=str(data.get("schedulerName", defaults.scheduler_name)),
         ib_cluster_label=str(data.get("ibClusterLabel", defaults.ib_cluster_label)),
-        kueue=dict(kueue),
+        kueue=kueue_settings.parse(kueue),
         warnings=tuple(warnings),
     )
 

@@ -6,18 +6,13 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class Rule(StrEnum):
-    """How the answers of several plugins at one extension point become one."""
-
-    ALL = "all"  # every callback must pass (or, for notifications, every callback runs)
-    VOTE = "vote"  # Permit, Abstain or Reject; any Reject refuses, the first tier with a Permit decides
-    ORDER = "order"  # sort keys compared in tier order: the first non-equal one wins
-    SCORE = "score"  # scores summed over every callback
-    INTERSECT = "intersect"  # victims every plugin of a tier agrees on; the first tier with any decides
-
-
 class ExtensionPoint(StrEnum):
-    """Extension points in the order a cycle meets them; each comment names its rule."""
+    """Extension points in the order a cycle meets them; each comment names the rule that
+    combines its callbacks (``Session``'s methods apply them): ALL, every callback must pass (or,
+    for notifications, every one runs); VOTE, Permit, Abstain or Reject, any Reject refuses and
+    the first tier with a Permit decides; ORDER, sort keys compared in tier order, the first
+    non-equal one wins; SCORE, scores summed; INTERSECT, victims every plugin of a tier agrees
+    on, the first tier with any decides."""
 
     QUEUE_ORDER = "queueOrder"  # ORDER: which queue gets the next job
     JOB_ORDER = "jobOrder"  # ORDER: which job of a queue goes next
@@ -35,32 +30,10 @@ class ExtensionPoint(StrEnum):
     RECLAIMABLE = "reclaimable"  # INTERSECT: which pods of other queues a starving queue may evict
 
     @property
-    def rule(self) -> Rule:
-        return _RULES[self]
-
-    @property
     def switch(self) -> str | None:
         """The plugin option (volcano-scheduler.conf's spelling) that, set to false, keeps a
         plugin's callback off this point; None where upstream has no switch."""
         return _SWITCHES.get(self)
-
-
-_RULES = {
-    ExtensionPoint.QUEUE_ORDER: Rule.ORDER,
-    ExtensionPoint.JOB_ORDER: Rule.ORDER,
-    ExtensionPoint.TASK_ORDER: Rule.ORDER,
-    ExtensionPoint.JOB_VALID: Rule.ALL,
-    ExtensionPoint.JOB_ENQUEUEABLE: Rule.VOTE,
-    ExtensionPoint.JOB_ENQUEUED: Rule.ALL,
-    ExtensionPoint.ALLOCATABLE: Rule.ALL,
-    ExtensionPoint.PREDICATE: Rule.ALL,
-    ExtensionPoint.NODE_ORDER: Rule.SCORE,
-    ExtensionPoint.JOB_READY: Rule.ALL,
-    ExtensionPoint.JOB_PIPELINED: Rule.VOTE,
-    ExtensionPoint.ALLOCATED: Rule.ALL,
-    ExtensionPoint.PREEMPTABLE: Rule.INTERSECT,
-    ExtensionPoint.RECLAIMABLE: Rule.INTERSECT,
-}
 
 
 # Upstream's per-plugin switches (framework.PluginOption's Enabled* fields); unset means on.

@@ -13,12 +13,12 @@ status page): it reads the state and changes nothing a cycle relies on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from domain.kueue import admission_fair_sharing, cycle_view
 from domain.kueue.queue import resolve
+from domain.kueue.settings import KueueSettings
 from domain.kueue.workloads import WorkloadInfo
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState
@@ -42,10 +42,10 @@ class PendingPosition:
         }
 
 
-def pending_positions(state: ClusterState, settings: Mapping[str, Any]) -> dict[ObjectKey, PendingPosition]:
+def pending_positions(state: ClusterState, settings: KueueSettings) -> dict[ObjectKey, PendingPosition]:
     """Every pending workload's position, by workload key."""
     snap = cycle_view.fresh(state)
-    afs = admission_fair_sharing.from_settings(settings)
+    afs = settings.admission_fair_sharing
     by_queue: dict[str, list[WorkloadInfo]] = {}
     for local_queue, infos in snap.queued():
         found = resolve(snap, local_queue)

@@ -60,7 +60,7 @@ def run_closed_loop(
     cluster.add_queues(sorted({"default", *(job.queue for job in trace.jobs if not cluster.is_kueue(job))}))
     if kueue_jobs or kueue_objects:
         objects = kueue_quota.derived(kueue_jobs, nodes) if kueue_objects is None else kueue_objects
-        pods_ready = bool((config.kueue.get("waitForPodsReady") or {}).get("enable"))
+        pods_ready = config.kueue.pods_ready_timeout is not None
         cluster.workloads = SimWorkloads(
             cluster, config.scheduler_name, config.ib_cluster_label, objects, pods_ready=pods_ready
         )

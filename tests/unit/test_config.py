@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from domain.kueue.settings import DEFAULT_STRATEGIES, AdmissionFairSharing, FairSharing, KueueSettings
 from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.config import ConfigError, PluginConfig, SchedulerConfig, from_mapping
 from domain.scheduler.extension_points import ExtensionPoint
@@ -33,7 +34,7 @@ def test_defaults_are_volcanos(data: dict[str, Any] | None) -> None:
     assert all(p.options == {} for tier in config.tiers for p in tier)
     assert config.scheduler_name == "volcano"
     assert config.ib_cluster_label == "volcano.sh/ib-cluster"
-    assert config.kueue == {}
+    assert config.kueue == KueueSettings()
     assert config.plugin_names() == frozenset(name for tier in VOLCANO_DEFAULT_TIERS for name in tier)
 
 
@@ -78,7 +79,7 @@ def test_a_volcano_style_config() -> None:
     assert config.tiers[1][5].options == {}
     assert config.scheduler_name == "my-volcano"
     assert config.ib_cluster_label == "example.com/ib"
-    assert config.kueue == {"fairSharing": {"enable": True}, "failFast": True}
+    assert config.kueue == KueueSettings(fair_sharing=FairSharing(), fail_fast=True)
     assert "capacity" in config.plugin_names()
     assert "proportion" not in config.plugin_names()
 
@@ -364,10 +365,14 @@ def test_config_errors_name_the_culprit(case: ErrorCase) -> None:
 )
 def test_kueues_preemption_strategy_combinations_are_accepted(strategies: list[str]) -> None:
     fair = {"enable": True, "preemptionStrategies": strategies}
-    assert from_mapping({"kueue": {"fairSharing": fair}}).kueue == {"fairSharing": fair}
+    assert from_mapping({"kueue": {"fairSharing": fair}}).kueue.fair_sharing == FairSharing(
+        tuple(strategies) or DEFAULT_STRATEGIES
+    )
 
 
 def test_kueues_admission_fair_sharing_example_is_accepted() -> None:
     afs = {"usageHalfLifeTime": "168h", "usageSamplingInterval": "5m", "resourceWeights": {"cpu": 2.0, "memory": 1}}
-    assert from_mapping({"kueue": {"admissionFairSharing": afs}}).kueue == {"admissionFairSharing": afs}
-    assert from_mapping({"kueue": {"admissionFairSharing": {"usageHalfLifeTime": "0s"}}}).kueue
+    got = from_mapping({"kueue": {"admissionFairSharing": afs}}).kueue.admission_fair_sharing
+    assert got == AdmissionFairSharing(168 * 3600.0, 300.0, {"cpu": 2.0, "memory": 1.0})
+    zero = from_mapping({"kueue": {"admissionFairSharing": {"usageHalfLifeTime": "0s"}}}).kueue.admission_fair_sharing
+    assert zero is not None and zero.alpha(60) == 0.0

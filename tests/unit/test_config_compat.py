@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from domain import durations
-from domain.kueue.lifecycle_steps import pods_ready_timeout
+from domain.kueue.settings import parse as parse_kueue
 from domain.scheduler.config import from_mapping
 from services.cli import main
 
@@ -67,7 +67,8 @@ def test_go_durations_are_read_exactly(text: str, want: timedelta) -> None:
 
 def test_the_pods_ready_timeout_is_read_as_go_reads_it() -> None:
     # Was 18,000 s: "300ms" read as 300 minutes.
-    assert pods_ready_timeout({"waitForPodsReady": {"enable": True, "timeout": "300ms"}}) == timedelta(milliseconds=300)
+    settings = parse_kueue({"waitForPodsReady": {"enable": True, "timeout": "300ms"}})
+    assert settings.pods_ready_timeout == timedelta(milliseconds=300)
 
 
 def test_replay_prints_one_warning_line_per_name_without_effect(tmp_path: Path) -> None:

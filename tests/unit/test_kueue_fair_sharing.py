@@ -13,6 +13,7 @@ from domain.decisions import DecisionKind
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.kueue import cycle_view, fair_sharing
+from domain.kueue import settings as kueue_settings
 from domain.scheduler.config import SchedulerConfig
 from tests import builders as b
 
@@ -51,7 +52,7 @@ def _workload(i: int, queue: int, cpu: int, priority: int) -> str:
 
 
 def _engine(queues: list[tuple[int, str | None]], loads: list[tuple[int, int, int]]) -> Engine:
-    engine = Engine(SchedulerConfig(kueue=FAIR), on_markers=lambda _: True)
+    engine = Engine(SchedulerConfig(kueue=kueue_settings.parse(FAIR)), on_markers=lambda _: True)
     lines = [b.added(_obj("ResourceFlavor", "f", {}))]
     for i, (nominal, weight) in enumerate(queues):
         lines += _queue(i, nominal, weight)
@@ -75,13 +76,13 @@ def test_share_is_usage_above_nominal_over_lendable_divided_by_weight() -> None:
 
 
 def test_settings_default_strategies_and_disabled() -> None:
-    assert fair_sharing.from_settings({}) is None
-    assert fair_sharing.from_settings({"fairSharing": {"enable": False}}) is None
-    on = fair_sharing.from_settings(FAIR)
-    assert on is not None and on.strategies == fair_sharing.DEFAULT_STRATEGIES
-    only = fair_sharing.from_settings(
+    assert kueue_settings.parse({}).fair_sharing is None
+    assert kueue_settings.parse({"fairSharing": {"enable": False}}).fair_sharing is None
+    on = kueue_settings.parse(FAIR).fair_sharing
+    assert on is not None and on.strategies == kueue_settings.DEFAULT_STRATEGIES
+    only = kueue_settings.parse(
         {"fairSharing": {"enable": True, "preemptionStrategies": ["LessThanInitialShare"]}}
-    )
+    ).fair_sharing
     assert only is not None and only.strategies == ("LessThanInitialShare",)
 
 

@@ -15,6 +15,7 @@ from domain.decisions import Decision, DecisionKind
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.kueue import cycle_view
+from domain.kueue.settings import KueueSettings
 from domain.kueue.workloads import WorkloadIndex, renew
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.kueue import Workload
@@ -85,7 +86,7 @@ def _check_quota(engine: Engine) -> None:
 
 
 def _run(specs: Any, loads: Any, plan: Any, tas: bool, check: Any) -> None:
-    engine = Engine(SchedulerConfig(kueue={"failFast": True}), on_markers=lambda _: True)
+    engine = Engine(SchedulerConfig(kueue=KueueSettings(fail_fast=True)), on_markers=lambda _: True)
     lines = _setup(specs, tas)
     wires = {f"ns/w{i}": _workload(i, q % len(specs), cpu, p, tas) for i, (q, cpu, p) in enumerate(loads)}
     lines += [b.added(wire) for wire in wires.values()]

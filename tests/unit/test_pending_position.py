@@ -9,6 +9,7 @@ from typing import Any
 
 from domain.engine import Engine
 from domain.events import parse_event
+from domain.kueue.settings import KueueSettings
 from domain.scheduler.config import SchedulerConfig
 from services.explain.position import PendingPosition, pending_positions
 
@@ -46,11 +47,11 @@ def test_positions_follow_admission_order_across_local_queues() -> None:
     engine = Engine(SchedulerConfig(), on_markers=lambda _: True)
     for line in lines:
         engine.handle(parse_event(line))
-    positions = pending_positions(engine.state("c1"), {})
+    positions = pending_positions(engine.state("c1"), KueueSettings())
     assert positions == {
         "ns/urgent": PendingPosition("cq", "ns/b", 0, 0, 4),
         "ns/big": PendingPosition("cq", "ns/a", 1, 0, 4),
         "ns/early": PendingPosition("cq", "ns/a", 2, 1, 4),
         "ns/late": PendingPosition("cq", "ns/a", 3, 2, 4),
     }
-    assert pending_positions(engine.state("c1"), {}) == positions  # reading changes nothing
+    assert pending_positions(engine.state("c1"), KueueSettings()) == positions  # reading changes nothing
