@@ -143,7 +143,7 @@ def _nominate(
 
 def _backoff_ended(info: WorkloadInfo) -> bool:
     requeued = info.view.condition("Requeued")
-    return requeued is not None and requeued[1] == "False" and info.view.requeue_at is not None
+    return requeued is not None and requeued.status == "False" and info.view.requeue_at is not None
 
 
 def _process(

@@ -76,7 +76,7 @@ def _has_running_pods(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
 def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: KueueSettings) -> None:
     view = info.view
     evicted = view.condition("Evicted")
-    reason = evicted[2] if evicted else ""
+    reason = evicted.reason if evicted else ""
     count, at = view.requeue_count, view.requeue_at
     requeued: Update
     if reason == DEACTIVATED:

@@ -49,9 +49,9 @@ def with_conditions(view: WorkloadView, **updates: Update | None) -> WorkloadVie
 def _previously(view: WorkloadView, condition: str) -> Update | None:
     """Kueue resets an active Evicted/Preempted to False when quota is reserved again."""
     current = view.condition(condition)
-    if current is None or current[1] != "True":
-        return None if current is None else current[1:]
-    return ("False", "QuotaReserved", f"Previously: {current[3]}")
+    if current is None or current.status != "True":
+        return None if current is None else (current.status, current.reason, current.message)
+    return ("False", "QuotaReserved", f"Previously: {current.message}")
 
 
 def admitted(
@@ -108,7 +108,7 @@ def iso(at: datetime) -> str:
 
 def _eviction_message(view: WorkloadView) -> str:
     condition = view.condition("Evicted")
-    return condition[3] if condition is not None else "The workload was evicted"
+    return condition.message if condition is not None else "The workload was evicted"
 
 
 def status_decision(state: ClusterState, seq: int, obj: Workload, view: WorkloadView, reason: str) -> WorkloadStatus:

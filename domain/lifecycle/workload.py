@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain.lifecycle.table import Lifecycle, Row
 from domain.objects import topology_assignment
@@ -26,8 +26,20 @@ from domain.objects.kueue import Workload
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEACTIVATION_TARGET = "DeactivationTarget"
+
+
+class Condition(NamedTuple):
+    """One status condition of a Workload (equal to the plain 4-tuple it is read from)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
 Conditions = tuple[tuple[str, str, str, str], ...]
-"""((type, status, reason, message), ...) in a fixed order, compared for change detection."""
+"""((type, status, reason, message), ...) in a fixed order, compared for change detection; a view
+``WorkloadView.condition`` reads one as a ``Condition``, by its field names."""
 
 
 class WorkloadPhase(StrEnum):
@@ -140,19 +152,19 @@ class WorkloadView:
     admission_checks: tuple[tuple[str, str], ...] = ()
     requeue_count: int = 0
     requeue_at: datetime | None = None
-    _by_type: dict[str, tuple[str, str, str, str]] = field(init=False, repr=False, compare=False)
+    _by_type: dict[str, Condition] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        by_type: dict[str, tuple[str, str, str, str]] = {}
+        by_type: dict[str, Condition] = {}
         for c in self.conditions:
-            by_type.setdefault(c[0], c)
+            by_type.setdefault(c[0], c if isinstance(c, Condition) else Condition(*c))
         object.__setattr__(self, "_by_type", by_type)
 
     def is_true(self, condition: str) -> bool:
         found = self._by_type.get(condition)
-        return found is not None and found[1] == "True"
+        return found is not None and found.status == "True"
 
-    def condition(self, condition: str) -> tuple[str, str, str, str] | None:
+    def condition(self, condition: str) -> Condition | None:
         return self._by_type.get(condition)
 
     def to_dict(self) -> dict[str, Any]:

@@ -55,8 +55,12 @@ def workload(state: ClusterState, config: SchedulerConfig, wl: Workload, key: Ob
         "clusterQueue": queue_name or None,
         "conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in view.conditions],
         "admission": view.admission,
-        "waiting": None if waiting is None or waiting[1] == "True" else {"reason": waiting[2], "message": waiting[3]},
-        "evicted": None if evicted is None or evicted[1] != "True" else {"reason": evicted[2], "message": evicted[3]},
+        "waiting": None
+        if waiting is None or waiting.status == "True"
+        else {"reason": waiting.reason, "message": waiting.message},
+        "evicted": None
+        if evicted is None or evicted.status != "True"
+        else {"reason": evicted.reason, "message": evicted.message},
         "position": None if position is None else position.to_dict(),
         "requeueAt": view.requeue_at.isoformat() if view.requeue_at else None,
         "unhealthyNodes": list(view.unhealthy_nodes),

@@ -69,8 +69,8 @@ def _status(state: ClusterState, obj: Any) -> tuple[dict[str, Any], dict[str, An
             _, reason = _status(state, group)  # a member waits for the reason its gang waits
     if isinstance(obj, Workload) and reason is None:
         waiting = state.workload_view(obj).condition("QuotaReserved")
-        if waiting is not None and waiting[1] != "True":
-            reason = {"reason": waiting[2], "message": waiting[3]}
+        if waiting is not None and waiting.status != "True":
+            reason = {"reason": waiting.reason, "message": waiting.message}
     return status, reason
 
 

@@ -167,7 +167,9 @@ def _workloads(state: ClusterState) -> list[WaitingRow]:
         if status.phase is workload_lifecycle.WorkloadPhase.QUOTA_RESERVED:
             continue  # holds its quota; admission checks are what it waits for
         condition = state.workload_view(obj).condition("QuotaReserved")
-        reason, message = (condition[2], condition[3]) if condition and condition[1] == "False" else ("", "")
+        reason, message = (
+            (condition.reason, condition.message) if condition and condition.status == "False" else ("", "")
+        )
         queue = f"{obj.metadata.namespace}/{obj.spec.queue_name}"
         rows.append(WaitingRow("Workload", key, queue, status.phase.value, reason, message, status.since_seq))
     return rows
