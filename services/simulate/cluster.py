@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -36,43 +35,14 @@ from domain.quantity import ResourceList, add, parse_milli
 from domain.scheduler.config import SchedulerConfig
 from services.pipeline import encode_decision
 from services.simulate.clock import EventQueue, wall
+from services.simulate.objects import KueueSide, SimGroup, SimPod
 from services.simulate.outcome import JobRecord, Outcome
-from services.traces.events import PODGROUP_API, node_manifest, pod_group_manifest, pod_manifest, pod_name
+from services.traces.events import PODGROUP_API, node_manifest, pod_group_manifest, pod_manifest
 from services.traces.model import Job, Node
-
-if TYPE_CHECKING:
-    from services.simulate.workloads import Admitted, SimWorkloads
 
 POLICY = "schedstream"
 _UIDS = uuid.UUID("0b7e3c52-3f5e-4d8a-9a4b-5e2f6c1d7a90")
 _ENCODE = msgspec.json.Encoder()
-
-
-@dataclass
-class SimPod:
-    job: Job
-    index: int
-    requests: ResourceList
-    attempt: int = 0
-    created: float = 0.0
-    node: str = ""
-    phase: str = "Pending"
-    started: float = 0.0  # when it was last bound (its ``status.startTime`` when its job has an estimate)
-    admitted: Admitted | None = None  # None: a Volcano pod of its job's PodGroup; else a Kueue job's
-
-    @property
-    def name(self) -> str:
-        return pod_name(self.job, self.index)
-
-
-@dataclass
-class SimGroup:
-    job: Job
-    record: JobRecord
-    pods: list[SimPod]
-    status: dict[str, Any] = field(default_factory=dict)
-    waiting: bool = True  # counted in the cluster's waiting jobs: not started, or evicted since
-    admissions: int = 0  # Kueue admissions so far (each creates the pods anew)
 
 
 class SimCluster:
@@ -96,7 +66,7 @@ class SimCluster:
         self.namespace = namespace
         self.nodes = nodes
         self.scheduler = scheduler  # renders the jobs that do not name their own
-        self.workloads: SimWorkloads | None = None  # set before the first Kueue job arrives
+        self.workloads: KueueSide | None = None  # set before the first Kueue job arrives
         self.now = 0.0
         self.changed_since: float | None = None  # earliest change the scheduler has not cycled over
         self.last_marker: float | None = None  # time of the last SCHEDULE marker

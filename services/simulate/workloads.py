@@ -30,19 +30,16 @@ PodGroup, since Kueue already holds the quota of the whole gang.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from domain.decisions import Decision, DecisionKind
 from domain.kueue.tas import WORKLOAD_ANNOTATION
 from domain.quantity import parse_milli
 from services.simulate import kueue_quota
-from services.simulate.cluster import SimPod
+from services.simulate.cluster import SimCluster
+from services.simulate.objects import Admitted, SimGroup, SimPod
 from services.traces.events import pod_spec, workload_manifest
 from services.traces.model import Job
-
-if TYPE_CHECKING:
-    from services.simulate.cluster import SimCluster, SimGroup
 
 FINISHED = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "Job finished successfully"}
 PODS_READY = {
@@ -53,15 +50,6 @@ PODS_READY = {
 }
 PODS_NOT_READY = {**PODS_READY, "status": "False", "message": "Not all pods are ready or succeeded"}
 _JOB_UIDS = uuid.UUID("3d0f6f4e-8a51-4b8e-b1c5-2f7d9e0a6c13")
-
-
-@dataclass(frozen=True)
-class Admitted:
-    """Where the Job controller asks for an admitted workload's pod to go: the node selector
-    of its flavors and, under topology-aware scheduling (``topology``), of its domain."""
-
-    node_selector: dict[str, str] = field(default_factory=dict)
-    topology: bool = False
 
 
 class SimWorkloads:
