@@ -19,9 +19,10 @@ import msgspec
 from domain import saved_state
 from domain.decisions import Decision
 from domain.engine import Engine
-from domain.events import InvalidEvent, ScheduleMarker, UnknownKind, WatchEvent, parse_event
+from domain.events import InvalidEvent, ScheduleMarker, parse_event
 from domain.scheduler.config import SchedulerConfig
-from services.store.store import Batch, Store
+from services.store.batch import Batch, Position
+from services.store.store import Store
 
 CLOCK_TIMER = "timer"  # the worker's timer writes this cluster's SCHEDULE markers
 CLOCK_STREAM = "stream"  # the producer of the stream writes them
@@ -50,6 +51,10 @@ class Record:
     offset: int | None = None
     external_clock: bool = False  # produced with the header schedstream-clock: stream
     timer_marker: bool = False  # a SCHEDULE marker written by the worker's own timer
+
+    @property
+    def at(self) -> Position:
+        return Position(self.topic, self.partition, self.offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,32 +92,6 @@ class BatchResult:
 def encode_decision(decision: Decision) -> bytes:
     """The decision's JSON, byte for byte the same in the topic, the database and replay files."""
     return msgspec.json.encode(decision.to_dict())
-
-
-def _event_row(event: Any, cluster: str, seq: int, record: Record) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "cluster": cluster,
-        "seq": seq,
-        "type": "SCHEDULE" if isinstance(event, ScheduleMarker) else event.__class__.__name__,
-        "api_version": "",
-        "kind": "",
-        "namespace": "",
-        "name": "",
-        "uid": "",
-        "payload": (normalise(record.value) or b"").decode(),
-        "topic": record.topic,
-        "partition": record.partition,
-        "offset": record.offset,
-    }
-    if isinstance(event, WatchEvent):
-        meta = event.obj.metadata
-        row.update(type=event.type.value, api_version=event.obj.api_version, kind=event.obj.kind)
-        row.update(namespace=meta.namespace, name=meta.name, uid=meta.uid)
-    elif isinstance(event, UnknownKind):
-        row.update(type=event.type.value, api_version=event.api_version, kind=event.kind)
-    elif not isinstance(event, ScheduleMarker):
-        row["type"] = "BOOKMARK"
-    return row
 
 
 class Pipeline:
@@ -213,16 +192,13 @@ class Pipeline:
         """Add, to the batch's own transaction, the snapshot of every cluster that is due one."""
         if not self.snapshot_every:
             return
-        for cluster, row in batch.clusters.items():
-            if row["next_seq"] - self.snapshot_seq.get(cluster, 0) >= self.snapshot_every:
+        for cluster in batch.clusters:
+            next_seq = batch.next_seq(cluster)
+            if next_seq - self.snapshot_seq.get(cluster, 0) >= self.snapshot_every:
                 data = saved_state.take_cluster(self.engine.state(cluster))
-                batch.snapshots[cluster] = {
-                    "cluster": cluster,
-                    "version": saved_state.SNAPSHOT_VERSION,
-                    "next_seq": row["next_seq"],
-                    "payload": msgspec.json.encode(data).decode(),
-                }
-                self.snapshot_seq[cluster] = row["next_seq"]
+                payload = msgspec.json.encode(data).decode()
+                batch.add_snapshot(cluster, saved_state.SNAPSHOT_VERSION, next_seq, payload)
+                self.snapshot_seq[cluster] = next_seq
 
     def _process_one(self, record: Record, batch: Batch, result: BatchResult) -> None:
         line = normalise(record.value)
@@ -261,30 +237,16 @@ class Pipeline:
         if self.on_cycle is not None and cycled:
             self.on_cycle(time.perf_counter() - started)
         result.events += 1
-        batch.events.append(_event_row(event, cluster, processed.seq, record))
-        batch.clusters[cluster] = {
-            "cluster": cluster,
-            "next_seq": processed.seq + 1,
-            "clock": self.clocks[cluster],
-            "partition": self.partitions.get(cluster),
-        }
+        batch.add_event(event, processed.seq, (line or b"").decode(), record.at)
+        batch.set_cluster(cluster, processed.seq + 1, self.clocks[cluster], self.partitions.get(cluster))
         if processed.cycle_failure:  # the event stands; the cycle it triggered was skipped
             reason = f"scheduling cycle at seq {processed.seq} failed and was skipped: {processed.cycle_failure}"
             self._reject(record, reason, batch, result)
         for ordinal, decision in enumerate(processed.decisions):
             payload = encode_decision(decision).decode()
-            target = decision.target
-            batch.decisions.append({
-                "id": decision.id, "cluster": cluster, "seq": decision.seq, "ordinal": ordinal,
-                "kind": decision.kind.value, "target_kind": target.kind, "namespace": target.namespace,
-                "name": target.name, "uid": target.uid, "payload": payload,
-            })  # fmt: skip
-            batch.statuses[(cluster, target.kind, target.namespace, target.name)] = {
-                "cluster": cluster, "kind": target.kind, "namespace": target.namespace, "name": target.name,
-                "uid": target.uid, "decision_id": decision.id, "seq": decision.seq, "payload": payload,
-            }  # fmt: skip
+            batch.add_decision(decision, ordinal, payload)
             if self.outbox_topics:
-                batch.outbox.append({"topic": self.outbox_topics[0], "key": cluster, "payload": payload})
+                batch.publish(self.outbox_topics[0], cluster, payload)
             result.decisions.append(decision)
 
     def _rebuild(self, cluster: str, batch: Batch) -> None:
@@ -297,16 +259,12 @@ class Pipeline:
             next_seq, clock, partition = stored
             latest = self.store.snapshots().get(cluster)
             self._restore_cluster(cluster, next_seq, self.clocks.get(cluster, clock), partition, latest)
-        for row in batch.events:
-            if row["cluster"] == cluster:
-                self.engine.handle(parse_event(row["payload"]))
+        for line in batch.event_lines(cluster):
+            self.engine.handle(parse_event(line))
 
     def _reject(self, record: Record, reason: str, batch: Batch, result: BatchResult) -> None:
         reject = Reject.of(record.position, reason, normalise(record.value))
         result.rejects.append(reject)
-        batch.rejects.append({
-            "position": reject.position, "reason": reason, "payload": reject.value,
-            "topic": record.topic, "partition": record.partition, "offset": record.offset,
-        })  # fmt: skip
+        batch.add_reject(reject.position, reason, reject.value, record.at)
         if self.outbox_topics:
-            batch.outbox.append({"topic": self.outbox_topics[1], "key": "", "payload": reject.to_json().decode()})
+            batch.publish(self.outbox_topics[1], "", reject.to_json().decode())

@@ -9,7 +9,6 @@ it, and the consumer's offsets in the database say exactly what was processed.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +22,11 @@ from sqlalchemy.pool import StaticPool
 
 import migrations
 from services.store import tables
+from services.store.batch import Batch
 
 # From this many rows on, an upsert on PostgreSQL goes through COPY and a staging table; below it
 # the extra statements cost more than executemany saves.
 COPY_UPSERT_ROWS = 64
-
-
-@dataclass
-class Batch:
-    """Rows of one processed batch, written in one transaction."""
-
-    events: list[dict[str, Any]] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
-    outbox: list[dict[str, Any]] = field(default_factory=list)
-    statuses: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
-    clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
-    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
-    progress: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
 
 def create_db_engine(url: str) -> Engine:

@@ -15,7 +15,8 @@ from domain.scheduler.config import SchedulerConfig
 from services.pipeline import CLOCK_STREAM, Pipeline, Record
 from services.record_files import read_records
 from services.replay import replay
-from services.store.store import Batch, Store
+from services.store.batch import Batch
+from services.store.store import Store
 from tests.streams import Shape, synthetic_stream
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "volcano-gang.jsonl"
