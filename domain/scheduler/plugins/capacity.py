@@ -80,86 +80,87 @@ def _at_least(amount: Mapping[str, int], floor: Mapping[str, int]) -> ResourceLi
     return {n: max(amount.get(n, 0), floor.get(n, 0)) for n in set(amount) | set(floor)}
 
 
-def build(options: Mapping[str, object]) -> Plugin:
-    hierarchy = bool(options.get("enableHierarchy", False))
+class _Capacity:
+    """One session's capacity plugin: each queue's deserved share (``wanted``), the chain of
+    capabilities that bound it (``chains``), and the ledger of what the queues use."""
 
-    def on_open(session: Session) -> None:
-        snapshot = session.snapshot
-        ledger = Ledger(snapshot, roll_up=hierarchy)
+    def __init__(self, snapshot: Snapshot, hierarchy: bool) -> None:
+        self.snapshot, self.hierarchy = snapshot, hierarchy
+        self.ledger = Ledger(snapshot, roll_up=hierarchy)
         real = _tree(snapshot) if hierarchy else real_capabilities(snapshot)
-
         if hierarchy:
             tree = _deserved_tree(snapshot, real)
-            wanted = {name: tree.get(name, {}) for name in snapshot.queues}
+            self.wanted = {name: tree.get(name, {}) for name in snapshot.queues}
         else:
             # A resource the queue's deserved does not name is not deserved (upstream's Min keeps
             # only the deserved's own dimensions): a victim holding only such resources is fair game.
-            wanted = {
+            self.wanted = {
                 name: _at_least({n: a for n, a in lower(q.deserved, real.get(name, {})).items() if n in q.deserved},
                                 q.guarantee)
                 for name, q in snapshot.queues.items()
             }  # fmt: skip
         # Below root, the queues from the top down to each queue, padded so keys compare level by level.
-        paths = {
+        self.paths = {
             name: [q.name for q in reversed(snapshot.ancestors(name)) if q.name != ROOT] for name in snapshot.queues
         }
-        depth = max((len(p) for p in paths.values()), default=0)
-
-        def deserved(queue: QueueInfo) -> ResourceList:
-            return wanted[queue.name]
-
-        def share(name: str) -> Key:
-            want = wanted[name]
-            if not want:
-                return (1.0, 1.0)  # best-effort queues (no deserved) go after those with one
-            used = ledger.used[name]
-            # Pod slots are a limit, not a share: upstream's share looks at cpu, memory and scalars only.
-            shares = (a / want[n] if want.get(n) else 1.0 for n, a in used.items() if a > 0 and n != quantity.PODS)
-            return (max(shares, default=0.0), 0.0)
-
-        def order(queue: QueueInfo) -> Key:
-            if not hierarchy:
-                return priority(queue), *share(queue.name)
-            path = paths[queue.name]
-            return priority(queue), *(v for name in path for v in share(name)), *(0.0, 0.0) * (depth - len(path))
-
+        self.depth = max((len(p) for p in self.paths.values()), default=0)
         # A queue not reachable from root in the tree has no limits of its own: it is unbounded.
-        chains = {q: [(name, real[name]) for name in ledger.chain(q) if name in real] for q in snapshot.queues}
+        self.chains = {
+            q: [(name, real[name]) for name in self.ledger.chain(q) if name in real] for q in snapshot.queues
+        }
 
-        def limits(queue: str) -> list[tuple[str, ResourceList]]:
-            return chains.get(queue, [])
+    def share(self, name: str) -> Key:
+        want = self.wanted[name]
+        if not want:
+            return (1.0, 1.0)  # best-effort queues (no deserved) go after those with one
+        used = self.ledger.used[name]
+        # Pod slots are a limit, not a share: upstream's share looks at cpu, memory and scalars only.
+        shares = (a / want[n] if want.get(n) else 1.0 for n, a in used.items() if a > 0 and n != quantity.PODS)
+        return (max(shares, default=0.0), 0.0)
 
-        def allocatable(queue: QueueInfo, task: TaskInfo) -> Verdict | None:
-            request = task.request
-            dims = requested(task)
-            for name, limit in limits(queue.name):
-                used = ledger.used[name]
-                short = sorted(n for n in dims if n in limit and used.get(n, 0) + request[n] > limit[n])
-                if short:
-                    message = f"queue {name} would exceed its capability: {describe(short)}"
-                    return Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
-            return None
+    def order(self, queue: QueueInfo) -> Key:
+        if not self.hierarchy:
+            return priority(queue), *self.share(queue.name)
+        path = self.paths[queue.name]
+        return priority(queue), *(v for name in path for v in self.share(name)), *(0.0, 0.0) * (self.depth - len(path))
 
-        def enqueueable(job: JobInfo) -> tuple[Vote, Verdict | None]:
-            if not job.min_resources:
-                return Vote.PERMIT, None
-            for name, limit in limits(job.queue):
-                short = ledger.enqueue_shortfall(job, name, limit)
-                if short:
-                    message = f"queue {name} resource quota insufficient: insufficient {describe(short)}"
-                    return Vote.REJECT, Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Verdict | None:
+        request = task.request
+        dims = requested(task)
+        for name, limit in self.chains.get(queue.name, []):
+            used = self.ledger.used[name]
+            short = sorted(n for n in dims if n in limit and used.get(n, 0) + request[n] > limit[n])
+            if short:
+                message = f"queue {name} would exceed its capability: {describe(short)}"
+                return Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
+        return None
+
+    def enqueueable(self, job: JobInfo) -> tuple[Vote, Verdict | None]:
+        if not job.min_resources:
             return Vote.PERMIT, None
+        for name, limit in self.chains.get(job.queue, []):
+            short = self.ledger.enqueue_shortfall(job, name, limit)
+            if short:
+                message = f"queue {name} resource quota insufficient: insufficient {describe(short)}"
+                return Vote.REJECT, Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)
+        return Vote.PERMIT, None
 
-        def reclaimable(reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-            return reclaimable_beyond_deserved(
-                snapshot, ledger.used, reclaimer, candidates, lambda name: deserved(snapshot.queues[name]), partly=True
-            )
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return reclaimable_beyond_deserved(
+            self.snapshot, self.ledger.used, reclaimer, candidates, lambda name: self.wanted[name], partly=True
+        )
 
-        session.add_queue_order(NAME, order)
-        session.add_allocatable(NAME, allocatable)
-        session.add_job_enqueueable(NAME, enqueueable)
-        session.add_job_enqueued(NAME, ledger.enqueued)
-        session.add_allocated(NAME, ledger.allocated)
-        session.add_reclaimable(NAME, reclaimable)
+
+def build(options: Mapping[str, object]) -> Plugin:
+    hierarchy = bool(options.get("enableHierarchy", False))
+
+    def on_open(session: Session) -> None:
+        plugin = _Capacity(session.snapshot, hierarchy)
+        session.add_queue_order(NAME, plugin.order)
+        session.add_allocatable(NAME, plugin.allocatable)
+        session.add_job_enqueueable(NAME, plugin.enqueueable)
+        session.add_job_enqueued(NAME, plugin.ledger.enqueued)
+        session.add_allocated(NAME, plugin.ledger.allocated)
+        session.add_reclaimable(NAME, plugin.reclaimable)
 
     return Plugin(NAME, on_open)
