@@ -1,6 +1,6 @@
 """Writes the JSON Schema of a decision line (``domain.decisions.schema``) for consumers of the
 decisions topic: ``python -m services.decision_schema`` rewrites docs/decisions.schema.json;
-tests/unit/test_decision_types.py fails when the file is stale."""
+tests/unit/domain/test_decision_types.py fails when the file is stale."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ and this cache holds only what the scheduler derives from them: the node table a
 loads, what each pod and PodGroup object gives a task or a job, the job table, and the node
 rankings of the last session. Each part is renewed from ``Changes`` (what watch events and
 recorded decisions changed since the last cycle), so a cycle costs what changed. None of it is a
-fact: a fresh cache gives the same decisions (``tests/unit/test_kept_snapshot.py``).
+fact: a fresh cache gives the same decisions (``tests/unit/domain/scheduler/test_kept_snapshot.py``).
 """
 
 from __future__ import annotations

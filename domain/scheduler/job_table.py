@@ -2,7 +2,7 @@
 cache (``SchedulerCache.jobs``), with the sums a snapshot takes over them. Only the jobs whose
 pods, PodGroup or priority classes changed, and those the last session changed (``spoiled``),
 are built again: a snapshot shares the others, so a cycle costs what changed, not what runs.
-A fresh table gives the same snapshot (``tests/unit/test_kept_snapshot.py``).
+A fresh table gives the same snapshot (``tests/unit/domain/scheduler/test_kept_snapshot.py``).
 """
 
 from __future__ import annotations

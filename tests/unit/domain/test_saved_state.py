@@ -15,7 +15,7 @@ from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from tests import builders as b
-from tests.unit import test_engine as streams
+from tests.unit.domain import test_engine as streams
 
 
 def _engine() -> Engine:
@@ -61,7 +61,7 @@ def _mixed_stream() -> list[str]:
     ]
 
 
-SCENARIOS = Path(__file__).parents[1] / "scenarios"
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
 STREAMS = {"busy gangs": streams._busy_stream, "S1 cascade": _cascade_stream, "two clusters": _mixed_stream}
 
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from services.cli import main
 from services.diff import diff, render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def decision(seq: int, kind: str, name: str, *, ident: str = "", **fields: object) -> dict[str, object]:

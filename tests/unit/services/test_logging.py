@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
 
 LOGS = """

@@ -15,7 +15,7 @@ from domain.events import ScheduleMarker, parse_event
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from tests import builders as b
 
-SCENARIOS = Path(__file__).parents[1] / "scenarios" / "kueue"
+SCENARIOS = Path(__file__).parents[3] / "scenarios" / "kueue"
 PODS_READY = SCENARIOS / "025-pods-ready-timeout-requeues-with-backoff"
 SECOND_PASS = SCENARIOS / "035-s3-no-replacement-without-fail-fast-backs-off-until-a-node-fits"
 

@@ -9,7 +9,7 @@ import pytest
 from domain.lifecycle.catalog import MACHINES
 from services.diagrams import mermaid
 
-LIFECYCLE_DOC = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
+LIFECYCLE_DOC = Path(__file__).resolve().parents[4] / "docs" / "lifecycle.md"
 
 
 @pytest.mark.parametrize("kind", sorted(MACHINES))

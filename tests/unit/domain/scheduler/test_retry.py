@@ -13,7 +13,7 @@ from domain.scheduler import retry
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace, with_estimates
-from tests.unit.test_kept_snapshot import _decisions
+from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
 
 NODES = tuple(Node(f"n{i}", {"cpu": "4"}) for i in range(4))
 # Small jobs arrive faster than they end, and gangs of 3 and 4 whole nodes wait among them.

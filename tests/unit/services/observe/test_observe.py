@@ -19,7 +19,7 @@ from services.observe.observer import Observer
 from services.observe.page import render
 from services.observe.server import make_app, parse_addr
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "examples" / "volcano-gang.jsonl"
 KUEUE_PORT = ROOT / "tests" / "scenarios" / "kueue-port"
 KUEUE_FULL = KUEUE_PORT / "001-single-cluster-queue-full" / "events.jsonl"

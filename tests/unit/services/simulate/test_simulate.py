@@ -253,7 +253,7 @@ def test_the_binpack_example_policy_keeps_a_node_whole_where_the_default_spreads
     spread = closed_loop(trace)[0]
     assert times(spread)["big"] == (102, 112)
     assert spread.pending_reasons == {"NotEnoughResources": 1}
-    policy = yaml.safe_load((Path(__file__).parents[2] / "examples" / "policies" / "binpack.yaml").read_text())
+    policy = yaml.safe_load((Path(__file__).parents[4] / "examples" / "policies" / "binpack.yaml").read_text())
     packed = closed_loop(trace, from_mapping(policy))[0]
     assert times(packed) == {"a": (1, 101), "b": (1, 101), "big": (11, 21)}
     assert packed.pending_reasons == {}

@@ -11,7 +11,7 @@ import pytest
 from services.traces.model import Job, Node, TraceError, with_arrival_scale
 from services.traces.swf import read_swf
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.swf"
+SAMPLE = Path(__file__).resolve().parents[3] / "data" / "sample.swf"
 
 
 def labels(user: int, status: int) -> dict[str, str]:
