@@ -27,6 +27,7 @@ from domain.kueue.queue import backing_off, waiting_by_queue
 from domain.kueue.settings import AdmissionFairSharing, FairSharing
 from domain.kueue.workload_status import Outbox, admitted, waiting
 from domain.kueue.workloads import WorkloadInfo
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue
 from domain.objects.meta import ObjectKey
 
@@ -142,7 +143,7 @@ def _nominate(
 
 
 def _backoff_ended(info: WorkloadInfo) -> bool:
-    requeued = info.view.condition("Requeued")
+    requeued = info.view.condition(C.REQUEUED)
     return requeued is not None and requeued.status == "False" and info.view.requeue_at is not None
 
 

@@ -23,7 +23,8 @@ from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.lifecycle_steps import DEACTIVATED
 from domain.kueue.workload_status import Outbox, with_conditions
 from domain.kueue.workloads import WorkloadInfo
-from domain.lifecycle.workload import DEACTIVATION_TARGET, topology_pending
+from domain.lifecycle.workload import ConditionType as C
+from domain.lifecycle.workload import topology_pending
 from domain.objects.kueue import ClusterQueue
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -48,14 +49,14 @@ def admitted_message(cluster_queue: str) -> tuple[str, str, str]:
 def run(snap: KueueSnapshot, box: Outbox) -> None:
     for info in snap.holders():
         view = info.view
-        if not view.admission_checks or view.is_true("Evicted"):
+        if not view.admission_checks or view.is_true(C.EVICTED):
             continue
         rejected = sorted(name for name, state in view.admission_checks if state == REJECTED)
         if rejected:
             message = f"The workload is deactivated: admission check(s) {', '.join(rejected)} rejected it"
             target = ("True", "AdmissionCheck", f"Admission check(s) {', '.join(rejected)} rejected the workload")
-            box.evict(info, DEACTIVATED, message, cause=(DEACTIVATION_TARGET, target))
-        elif not view.is_true("Admitted"):
+            box.evict(info, DEACTIVATED, message, cause=(C.DEACTIVATION_TARGET, target))
+        elif not view.is_true(C.ADMITTED):
             _follow(box, info)
 
 
@@ -65,4 +66,4 @@ def _follow(box: Outbox, info: WorkloadInfo) -> None:
     if retry:
         box.evict(info, "AdmissionCheck", f"At least one admission check is false: {', '.join(retry)}")
     elif all(state == READY for _, state in view.admission_checks) and not topology_pending(view.admission):
-        box.status(info, with_conditions(view, Admitted=admitted_message(info.admitted_to)), "Admitted")
+        box.status(info, with_conditions(view, **{C.ADMITTED: admitted_message(info.admitted_to)}), "Admitted")

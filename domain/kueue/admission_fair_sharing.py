@@ -28,6 +28,7 @@ from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.settings import AdmissionFairSharing
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.lifecycle.status import LocalQueueUsage
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue, LocalQueue
 from domain.objects.meta import ObjectKey
 from domain.recorded import LocalQueueSample
@@ -46,7 +47,7 @@ def sample(snap: KueueSnapshot, afs: AdmissionFairSharing) -> None:
     now, state = snap.clock, snap.state
     admitted: dict[LocalQueueRef, dict[str, int]] = {}
     for info in snap.holders():
-        if info.view.is_true("Admitted"):
+        if info.view.is_true(C.ADMITTED):
             held = admitted.setdefault(info.local_queue, {})
             for (_, resource), amount in info.usage().items():
                 held[resource] = held.get(resource, 0) + amount

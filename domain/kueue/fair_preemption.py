@@ -16,6 +16,7 @@ from domain.kueue.fair_sharing import STRATEGIES
 from domain.kueue.preemption import Target, _candidates, _fits, _is_borrowing
 from domain.kueue.settings import FairSharing
 from domain.kueue.workloads import WorkloadInfo
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue
 
 FAIR_REASON = "InCohortFairSharing"
@@ -117,7 +118,7 @@ def targets(
     already being evicted make room; None when the strategies allow no set."""
     name = cq.metadata.name
     search = _Search(snap, snap.tree.queues[name], usage)
-    leaving = [w for w in snap.holders() if w.view.is_true("Evicted")]
+    leaving = [w for w in snap.holders() if w.view.is_true(C.EVICTED)]
     for info in leaving:
         snap.charge(info, -1)
     try:

@@ -18,6 +18,7 @@ from domain.kueue.settings import KueueSettings
 from domain.kueue.tas import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
 from domain.kueue.workloads import WorkloadInfo
+from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadPhase, is_active
 from domain.state import ClusterState
 
@@ -28,7 +29,7 @@ _BACKOFF = frozenset({"PodsReadyTimeout"})
 def run(snap: KueueSnapshot, box: Outbox, settings: KueueSettings) -> None:
     # 1. Release the quota of evicted workloads whose pods are gone (phase two).
     for info in snap.holders():
-        if info.view.is_true("Evicted") and not _has_running_pods(snap, info):
+        if info.view.is_true(C.EVICTED) and not _has_running_pods(snap, info):
             _release(snap, box, info, settings)
     # 2. Deactivate inactive workloads; requeue reactivated ones.
     for info in snap.flagged():
@@ -36,7 +37,7 @@ def run(snap: KueueSnapshot, box: Outbox, settings: KueueSettings) -> None:
     # 3. Drain HoldAndDrain ClusterQueues.
     for info in snap.holders():
         cq = snap.queues[info.admitted_to]
-        if cq.spec.stop_policy == "HoldAndDrain" and not info.view.is_true("Evicted"):
+        if cq.spec.stop_policy == "HoldAndDrain" and not info.view.is_true(C.EVICTED):
             box.evict(info, "ClusterQueueStopped", f"The ClusterQueue {cq.metadata.name} is stopped")
     # 4. Evict admitted workloads whose pods were not ready in time.
     timeout = settings.pods_ready_timeout
@@ -51,7 +52,7 @@ def pods_ready_deadline(state: ClusterState, info: WorkloadInfo, timeout: timede
     """When an admitted workload whose pods are not ready is evicted (PodsReadyTimeout): ``timeout``
     after its admission on the scheduler clock; None when it is not waiting for its pods."""
     view = info.view
-    if view.is_true("Evicted") or view.is_true("PodsReady") or not view.is_true("Admitted"):
+    if view.is_true(C.EVICTED) or view.is_true(C.PODS_READY) or not view.is_true(C.ADMITTED):
         return None
     status = state.status_of(info.obj)
     if status is None or status.phase is not WorkloadPhase.ADMITTED or status.since is None:
@@ -75,7 +76,7 @@ def _has_running_pods(snap: KueueSnapshot, info: WorkloadInfo) -> bool:
 
 def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: KueueSettings) -> None:
     view = info.view
-    evicted = view.condition("Evicted")
+    evicted = view.condition(C.EVICTED)
     reason = evicted.reason if evicted else ""
     count, at = view.requeue_count, view.requeue_at
     requeued: Update
@@ -95,9 +96,9 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Kue
 
 def _activation(box: Outbox, info: WorkloadInfo) -> None:
     view = info.view
-    evicted = view.condition("Evicted")
+    evicted = view.condition(C.EVICTED)
     active = is_active(info.obj.spec.active, view)
-    if not active and not view.is_true("Evicted"):
+    if not active and not view.is_true(C.EVICTED):
         message = "The workload is deactivated"
         if info.holds_quota():
             box.evict(info, DEACTIVATED, message)

@@ -29,6 +29,7 @@ from domain.kueue.cohort_tree import FlavorResource, QuotaNode
 from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import HOLDS_QUOTA
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue
 
 
@@ -81,7 +82,7 @@ def reserved_at(snap: KueueSnapshot, info: WorkloadInfo) -> datetime:
     does for a condition without a time)."""
     status = snap.state.status_of(info.obj)
     if status is None or status.workload is None:  # the cluster's status is in force
-        found = next((c for c in info.obj.status.conditions if c.type == "QuotaReserved"), None)
+        found = next((c for c in info.obj.status.conditions if c.type == C.QUOTA_RESERVED), None)
         if found is not None and found.status == "True" and found.last_transition_time is not None:
             return found.last_transition_time
     if status is not None and status.phase in HOLDS_QUOTA and status.since is not None:
@@ -99,7 +100,7 @@ def _candidates(
     out: list[tuple[tuple[int, int, float, str], Target]] = []
     in_tree: dict[str, bool] = {}  # per queue: in the preemptor's cohort tree
     for info in snap.holders():
-        if info.view.is_true("Evicted") or not frs & set(info.usage()):
+        if info.view.is_true(C.EVICTED) or not frs & set(info.usage()):
             continue
         queue = info.admitted_to
         if queue not in in_tree:
@@ -182,7 +183,7 @@ def targets(
     node = snap.tree.queues[name]
     needing = {fr for fr, amount in usage.items() if amount > node.available(fr)} or set(usage)
     under_nominal = all(node.usage.get(fr, 0) < node.nominal.get(fr, 0) for fr in needing)
-    leaving = [w for w in snap.holders() if w.view.is_true("Evicted")]
+    leaving = [w for w in snap.holders() if w.view.is_true(C.EVICTED)]
     for info in leaving:
         snap.charge(info, -1)
     try:

@@ -39,6 +39,7 @@ from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
 from domain.lifecycle.status import MachineStatus
 from domain.lifecycle.workload import HOSTNAME_LABEL, assigned_hosts, topology_pending
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.core import Node
 from domain.objects.kueue import PodSet, ResourceFlavor
 from domain.objects.meta import ObjectKey
@@ -58,7 +59,7 @@ def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
     # 1. Mark the failed (and unmark the recovered) nodes of admitted workloads; a second evicts.
     for info in snap.holders():
         view = info.view
-        if not view.is_true("Admitted") or view.is_true("Evicted"):
+        if not view.is_true(C.ADMITTED) or view.is_true(C.EVICTED):
             continue
         failed = tuple(sorted(h for h in assigned_hosts(view.admission) if _failed(snap, h)))
         if len(failed) > 1:

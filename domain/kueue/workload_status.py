@@ -23,6 +23,7 @@ from domain.decisions import (
 )
 from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.workloads import WorkloadInfo
+from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey
@@ -60,14 +61,14 @@ def admitted(
     """Quota reserved, and admitted in the same write unless admission ``checks`` must pass
     first (they start Pending); ``requeued`` when a backoff just ended."""
     updates: dict[str, Update | None] = {
-        "QuotaReserved": ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
-        "Evicted": _previously(view, "Evicted"),
-        "Preempted": _previously(view, "Preempted"),
+        C.QUOTA_RESERVED: ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
+        C.EVICTED: _previously(view, C.EVICTED),
+        C.PREEMPTED: _previously(view, C.PREEMPTED),
     }
     if not checks:
-        updates["Admitted"] = ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}")
+        updates[C.ADMITTED] = ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}")
     if requeued:
-        updates["Requeued"] = ("True", "BackoffFinished", "The workload backoff was finished")
+        updates[C.REQUEUED] = ("True", "BackoffFinished", "The workload backoff was finished")
     updated = with_conditions(view, **updates)
     pending = tuple((name, "Pending") for name in checks)
     return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=(), admission_checks=pending)
@@ -75,7 +76,7 @@ def admitted(
 
 def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
     """Not admitted this cycle: QuotaReserved=False with why (``view`` itself if it says so already)."""
-    if view.condition("QuotaReserved") == ("QuotaReserved", "False", reason, message):
+    if view.condition(C.QUOTA_RESERVED) == ("QuotaReserved", "False", reason, message):
         return view
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
@@ -107,7 +108,7 @@ def iso(at: datetime) -> str:
 
 
 def _eviction_message(view: WorkloadView) -> str:
-    condition = view.condition("Evicted")
+    condition = view.condition(C.EVICTED)
     return condition.message if condition is not None else "The workload was evicted"
 
 
@@ -160,7 +161,7 @@ class Outbox:
     ) -> bool:
         """Evict a workload that holds quota: its Evicted status (with ``Preempted``, or the
         condition named by ``cause``, in the same write), then the ``Evict`` decision."""
-        conditions = {"Preempted": preempted, **dict([cause] if cause else [])}
+        conditions = {C.PREEMPTED: preempted, **dict([cause] if cause else [])}
         if not self.status(info, evicted(info.view, reason, message, **conditions), reason):
             return False
         evict = Evict.make(self.snap.state.name, self.seq, ObjectRef.of(info.obj), reason, message=message,

@@ -20,6 +20,7 @@ from typing import Any
 from domain import quantity
 from domain.changes import Changes
 from domain.kueue.cohort_tree import FlavorResource
+from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadView, is_active
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey
@@ -78,7 +79,7 @@ class WorkloadInfo:
     def holds_quota(self) -> bool:
         """Its quota counts: reserved, with an admission, and not finished (Evicted still holds)."""
         view = self.view
-        return view.is_true("QuotaReserved") and view.admission is not None and not view.is_true("Finished")
+        return view.is_true(C.QUOTA_RESERVED) and view.admission is not None and not view.is_true(C.FINISHED)
 
     def usage(self) -> dict[FlavorResource, int]:
         """The (flavor, resource) totals its admission reserves."""
@@ -150,7 +151,7 @@ class WorkloadIndex:
         obj = state.of_kind("Workload").get(key)
         if isinstance(obj, Workload):
             info = WorkloadInfo(key, obj, state.workload_view(obj), _pod_sets(obj))
-            if not info.view.is_true("Finished"):
+            if not info.view.is_true(C.FINISHED):
                 self.live[key] = info
                 self._file(info)
 
@@ -196,8 +197,8 @@ def _filing(info: WorkloadInfo) -> tuple[bool, bool, bool]:
     active = is_active(info.obj.spec.active, view)
     return (
         info.holds_quota(),
-        active and not view.is_true("QuotaReserved"),
-        not active or view.condition("Evicted") is not None,
+        active and not view.is_true(C.QUOTA_RESERVED),
+        not active or view.condition(C.EVICTED) is not None,
     )
 
 

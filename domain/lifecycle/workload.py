@@ -25,7 +25,22 @@ from domain.objects import topology_assignment
 from domain.objects.kueue import Workload
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-DEACTIVATION_TARGET = "DeactivationTarget"
+
+
+class ConditionType(StrEnum):
+    """The Workload condition types the scheduler reads and writes (Kueue's ``WorkloadXxx``)."""
+
+    QUOTA_RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    EVICTED = "Evicted"
+    PREEMPTED = "Preempted"
+    REQUEUED = "Requeued"
+    FINISHED = "Finished"
+    PODS_READY = "PodsReady"
+    DEACTIVATION_TARGET = "DeactivationTarget"
+
+
+C = ConditionType
 
 
 class Condition(NamedTuple):
@@ -131,10 +146,10 @@ WAITS = frozenset({P.PENDING, P.QUOTA_RESERVED, P.EVICTED, P.REQUEUED})
 """Phases in which a later cycle may change a workload without a new event (admission, release, requeue)."""
 
 _PRECEDENCE = (
-    ("Evicted", F.OBSERVED_EVICTED),
-    ("Admitted", F.OBSERVED_ADMITTED),
-    ("QuotaReserved", F.OBSERVED_QUOTA_RESERVED),
-    ("Requeued", F.OBSERVED_REQUEUED),
+    (C.EVICTED, F.OBSERVED_EVICTED),
+    (C.ADMITTED, F.OBSERVED_ADMITTED),
+    (C.QUOTA_RESERVED, F.OBSERVED_QUOTA_RESERVED),
+    (C.REQUEUED, F.OBSERVED_REQUEUED),
 )
 
 
@@ -222,12 +237,12 @@ def is_active(active: bool, view: WorkloadView) -> bool:
     """``spec.active``, unless the status asks for deactivation (``DeactivationTarget=True``,
     e.g. a rejected admission check): Kueue would set spec.active=false, which we cannot write,
     so the condition stands for it until the cluster shows a status without it."""
-    return active and not view.is_true(DEACTIVATION_TARGET)
+    return active and not view.is_true(ConditionType.DEACTIVATION_TARGET)
 
 
 def fact_of(active: bool, view: WorkloadView) -> WorkloadFact:
     """The fact a status shows, in Kueue's precedence."""
-    if view.is_true("Finished"):
+    if view.is_true(C.FINISHED):
         return F.OBSERVED_FINISHED
     if not is_active(active, view):
         return F.OBSERVED_DEACTIVATED
@@ -263,9 +278,9 @@ def needs_second_pass(view: WorkloadView) -> bool:
     which is QuotaReserved=False/OnHold), is not Finished and not Evicted, and either waits for
     its delayed topology with every admission check Ready, or is Admitted with a node of its
     topology assignment unhealthy."""
-    if view.is_true("Finished") or view.is_true("Evicted") or not view.is_true("QuotaReserved"):
+    if view.is_true(C.FINISHED) or view.is_true(C.EVICTED) or not view.is_true(C.QUOTA_RESERVED):
         return False
-    admitted = view.is_true("Admitted")
+    admitted = view.is_true(C.ADMITTED)
     delayed = (
         not admitted
         and bool(view.admission_checks)

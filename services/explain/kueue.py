@@ -9,6 +9,7 @@ from typing import Any
 from domain import quantity
 from domain.kueue import cycle_view
 from domain.kueue.cohort_tree import QuotaNode
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import LocalQueue, Workload
 from domain.objects.meta import ObjectKey
 from domain.scheduler.config import SchedulerConfig
@@ -41,8 +42,8 @@ def _pending(positions: dict[ObjectKey, PendingPosition], queue: str, *, local: 
 
 def workload(state: ClusterState, config: SchedulerConfig, wl: Workload, key: ObjectKey) -> dict[str, Any]:
     view = state.workload_view(wl)
-    waiting = view.condition("QuotaReserved")
-    evicted = view.condition("Evicted")
+    waiting = view.condition(C.QUOTA_RESERVED)
+    evicted = view.condition(C.EVICTED)
     admission = view.admission or {}
     snap = cycle_view.fresh(state)
     position = pending_positions(state, config.kueue).get(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.core import Pod
 from domain.objects.kueue import LocalQueue, Workload
 from domain.objects.meta import ObjectKey, key_of
@@ -68,7 +69,7 @@ def _status(state: ClusterState, obj: Any) -> tuple[dict[str, Any], dict[str, An
         if reason is None and group is not None and not status["node"]:
             _, reason = _status(state, group)  # a member waits for the reason its gang waits
     if isinstance(obj, Workload) and reason is None:
-        waiting = state.workload_view(obj).condition("QuotaReserved")
+        waiting = state.workload_view(obj).condition(C.QUOTA_RESERVED)
         if waiting is not None and waiting.status != "True":
             reason = {"reason": waiting.reason, "message": waiting.message}
     return status, reason

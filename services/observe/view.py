@@ -19,6 +19,7 @@ from domain.kueue.cohort_tree import build as build_quota_tree
 from domain.kueue.workloads import WorkloadIndex
 from domain.lifecycle import workload as workload_lifecycle
 from domain.lifecycle.pod_group import PodGroupPhase
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.core import GROUP_NAME_ANNOTATION, Pod
 from domain.objects.kueue import ClusterQueue, Cohort, LocalQueue, Workload
 from domain.objects.meta import key_of
@@ -166,7 +167,7 @@ def _workloads(state: ClusterState) -> list[WaitingRow]:
             continue
         if status.phase is workload_lifecycle.WorkloadPhase.QUOTA_RESERVED:
             continue  # holds its quota; admission checks are what it waits for
-        condition = state.workload_view(obj).condition("QuotaReserved")
+        condition = state.workload_view(obj).condition(C.QUOTA_RESERVED)
         reason, message = (
             (condition.reason, condition.message) if condition and condition.status == "False" else ("", "")
         )
