@@ -24,6 +24,7 @@ from domain.kueue import admission_fair_sharing, fair_preemption, fair_sharing, 
 from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.flavor_assigner import Assignment, Mode, assign
 from domain.kueue.queue import backing_off, waiting_by_queue
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.settings import AdmissionFairSharing, FairSharing
 from domain.kueue.workload_status import Outbox, admitted, waiting
 from domain.kueue.workloads import WorkloadInfo
@@ -31,12 +32,11 @@ from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue
 from domain.objects.meta import ObjectKey
 
-PENDING = "Pending"
 _PREEMPTED_BECAUSE = {
-    "InClusterQueue": "prioritization in the ClusterQueue",
-    "InCohortReclamation": "reclamation within the cohort",
-    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
-    "InCohortFairSharing": "Fair Sharing within the cohort",
+    R.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    R.IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    R.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    R.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
 }
 
 
@@ -132,12 +132,12 @@ def _nominate(
             if go is None and blocked is None and cq.spec.preemption.reclaim_within_cohort != "Any":
                 blocked = Entry(info, cq, assignment, blocked=True)
             message = failed[info.shape] = assignment.message
-        box.status(info, waiting(info.view, PENDING, message), PENDING)
+        box.status(info, waiting(info.view, R.PENDING, message), R.PENDING)
         if strict:
             message = f"Waiting behind the head of StrictFIFO ClusterQueue {cq.metadata.name}"
             for behind in infos:
                 if not backing_off(snap, behind):
-                    box.status(behind, waiting(behind.view, PENDING, message), PENDING)
+                    box.status(behind, waiting(behind.view, R.PENDING, message), R.PENDING)
             return blocked
     return blocked
 
@@ -162,7 +162,7 @@ def _process(
         flavors = {f for psa in assignment.pod_sets for f in psa.flavors.values()}
         admission = assignment.admission(cq.metadata.name)
         view = admitted(info.view, cq.metadata.name, admission, _backoff_ended(info), cq.spec.checks_for(flavors))
-        if box.status(info, view, "QuotaReserved"):
+        if box.status(info, view, R.QUOTA_RESERVED):
             snap.charge(info, +1)
             if afs is not None and admission_fair_sharing.applies(cq):
                 admission_fair_sharing.penalize(snap, afs, info)
@@ -173,7 +173,7 @@ def _process(
         return
     found = _targets(snap, cq, info, assignment, fair) if assignment.mode is Mode.PREEMPT else None
     if found is None:
-        box.status(info, waiting(info.view, PENDING, assignment.message), PENDING)
+        box.status(info, waiting(info.view, R.PENDING, assignment.message), R.PENDING)
         return
     if any(t.victim.key in targeted for t in found):
         return  # another head of this cycle preempts the same workloads: try again next cycle
@@ -181,10 +181,10 @@ def _process(
         targeted.add(target.victim.key)
         because = _PREEMPTED_BECAUSE[target.reason]
         message = f"Preempted to accommodate a workload ({info.key}) due to {because}"
-        box.evict(target.victim, "Preempted", message, ("True", target.reason, message), preemptor=info.key)
+        box.evict(target.victim, R.PREEMPTED, message, ("True", target.reason, message), preemptor=info.key)
     pending = (
         f"{assignment.message}. Pending the preemption of {len(found)} workload(s)"
         if found
         else (f"{assignment.message}. Waiting for preempted workloads to release their quota")
     )
-    box.status(info, waiting(info.view, PENDING, pending), PENDING)
+    box.status(info, waiting(info.view, R.PENDING, pending), R.PENDING)

@@ -20,7 +20,7 @@ condition counts as inactive (``lifecycle.workload.is_active``), so its quota is
 from __future__ import annotations
 
 from domain.kueue.cycle_view import KueueSnapshot
-from domain.kueue.lifecycle_steps import DEACTIVATED
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.workload_status import Outbox, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import ConditionType as C
@@ -43,7 +43,7 @@ def delays_topology(snap: KueueSnapshot, cq: ClusterQueue, flavor: str) -> bool:
 
 
 def admitted_message(cluster_queue: str) -> tuple[str, str, str]:
-    return ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}")
+    return ("True", R.ADMITTED, f"The workload is admitted in ClusterQueue {cluster_queue}")
 
 
 def run(snap: KueueSnapshot, box: Outbox) -> None:
@@ -54,8 +54,8 @@ def run(snap: KueueSnapshot, box: Outbox) -> None:
         rejected = sorted(name for name, state in view.admission_checks if state == REJECTED)
         if rejected:
             message = f"The workload is deactivated: admission check(s) {', '.join(rejected)} rejected it"
-            target = ("True", "AdmissionCheck", f"Admission check(s) {', '.join(rejected)} rejected the workload")
-            box.evict(info, DEACTIVATED, message, cause=(C.DEACTIVATION_TARGET, target))
+            target = ("True", R.ADMISSION_CHECK, f"Admission check(s) {', '.join(rejected)} rejected the workload")
+            box.evict(info, R.DEACTIVATED, message, cause=(C.DEACTIVATION_TARGET, target))
         elif not view.is_true(C.ADMITTED):
             _follow(box, info)
 
@@ -64,6 +64,6 @@ def _follow(box: Outbox, info: WorkloadInfo) -> None:
     view = info.view
     retry = sorted(name for name, state in view.admission_checks if state == RETRY)
     if retry:
-        box.evict(info, "AdmissionCheck", f"At least one admission check is false: {', '.join(retry)}")
+        box.evict(info, R.ADMISSION_CHECK, f"At least one admission check is false: {', '.join(retry)}")
     elif all(state == READY for _, state in view.admission_checks) and not topology_pending(view.admission):
-        box.status(info, with_conditions(view, **{C.ADMITTED: admitted_message(info.admitted_to)}), "Admitted")
+        box.status(info, with_conditions(view, **{C.ADMITTED: admitted_message(info.admitted_to)}), R.ADMITTED)

@@ -14,12 +14,11 @@ from domain.kueue.cohort_tree import FlavorResource, QuotaNode
 from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.fair_sharing import STRATEGIES
 from domain.kueue.preemption import Target, _candidates, _fits, _is_borrowing
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.settings import FairSharing
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue
-
-FAIR_REASON = "InCohortFairSharing"
 
 
 class _Search:
@@ -82,7 +81,7 @@ def _first(search: _Search, own: str, candidates: list[Target], strategy: str) -
                 target_new = search.target_share(queue)
                 search.snap.charge(target.victim, +1)
                 if STRATEGIES[strategy](preemptor_new, target_old, target_new):
-                    if search.take(Target(target.victim, FAIR_REASON)):
+                    if search.take(Target(target.victim, R.IN_COHORT_FAIR_SHARING)):
                         return True, retry
                     break  # shares changed: pick the queue again
                 retry.append(target)
@@ -100,7 +99,7 @@ def _second(search: _Search, retry: list[Target], strategy: str) -> bool:
         if not borrowing or not STRATEGIES[strategy](preemptor_new, target_old, 0):
             del groups[queue]
             continue
-        if search.take(Target(groups[queue].pop(0).victim, FAIR_REASON)):
+        if search.take(Target(groups[queue].pop(0).victim, R.IN_COHORT_FAIR_SHARING)):
             return True
         if not groups[queue]:
             del groups[queue]

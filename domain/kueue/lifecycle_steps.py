@@ -14,6 +14,7 @@ import dataclasses
 from datetime import datetime, timedelta
 
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.settings import KueueSettings
 from domain.kueue.tas import WORKLOAD_ANNOTATION
 from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
@@ -22,8 +23,7 @@ from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadPhase, is_active
 from domain.state import ClusterState
 
-DEACTIVATED = "Deactivated"
-_BACKOFF = frozenset({"PodsReadyTimeout"})
+_BACKOFF = frozenset({R.PODS_READY_TIMEOUT})
 
 
 def run(snap: KueueSnapshot, box: Outbox, settings: KueueSettings) -> None:
@@ -38,14 +38,14 @@ def run(snap: KueueSnapshot, box: Outbox, settings: KueueSettings) -> None:
     for info in snap.holders():
         cq = snap.queues[info.admitted_to]
         if cq.spec.stop_policy == "HoldAndDrain" and not info.view.is_true(C.EVICTED):
-            box.evict(info, "ClusterQueueStopped", f"The ClusterQueue {cq.metadata.name} is stopped")
+            box.evict(info, R.CLUSTER_QUEUE_STOPPED, f"The ClusterQueue {cq.metadata.name} is stopped")
     # 4. Evict admitted workloads whose pods were not ready in time.
     timeout = settings.pods_ready_timeout
     if timeout is not None:
         for info in snap.holders():
             deadline = pods_ready_deadline(snap.state, info, timeout)
             if deadline is not None and snap.clock >= deadline:
-                box.evict(info, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {info.key}")
+                box.evict(info, R.PODS_READY_TIMEOUT, f"Exceeded the PodsReady timeout {info.key}")
 
 
 def pods_ready_deadline(state: ClusterState, info: WorkloadInfo, timeout: timedelta) -> datetime | None:
@@ -80,8 +80,8 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Kue
     reason = evicted.reason if evicted else ""
     count, at = view.requeue_count, view.requeue_at
     requeued: Update
-    if reason == DEACTIVATED:
-        requeued = ("False", DEACTIVATED, "The workload is deactivated")
+    if reason == R.DEACTIVATED:
+        requeued = ("False", R.DEACTIVATED, "The workload is deactivated")
     elif reason in _BACKOFF:
         base, most = settings.backoff_base_seconds, settings.backoff_max_seconds
         count += 1
@@ -90,7 +90,7 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Kue
     else:
         requeued = ("True", reason, f"The workload was requeued after eviction: {reason}")
     snap.charge(info, -1)
-    if not box.status(info, released(view, requeued, count, at), "QuotaReleased"):
+    if not box.status(info, released(view, requeued, count, at), R.QUOTA_RELEASED):
         snap.charge(info, +1)
 
 
@@ -101,10 +101,10 @@ def _activation(box: Outbox, info: WorkloadInfo) -> None:
     if not active and not view.is_true(C.EVICTED):
         message = "The workload is deactivated"
         if info.holds_quota():
-            box.evict(info, DEACTIVATED, message)
+            box.evict(info, R.DEACTIVATED, message)
         else:
-            box.status(info, with_conditions(view, Evicted=("True", DEACTIVATED, message)), DEACTIVATED)
-    elif active and evicted is not None and evicted[1:3] == ("True", DEACTIVATED) and not info.holds_quota():
+            box.status(info, with_conditions(view, Evicted=("True", R.DEACTIVATED, message)), R.DEACTIVATED)
+    elif active and evicted is not None and evicted[1:3] == ("True", R.DEACTIVATED) and not info.holds_quota():
         reactivated = with_conditions(
             view,
             Evicted=("False", "Reactivated", "The workload was reactivated"),

@@ -27,6 +27,7 @@ from datetime import datetime
 
 from domain.kueue.cohort_tree import FlavorResource, QuotaNode
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import HOLDS_QUOTA
 from domain.lifecycle.workload import ConditionType as C
@@ -109,14 +110,14 @@ def _candidates(
         if queue == name:
             if not _in_queue_ok(policy.within_cluster_queue, preemptor, info):
                 continue
-            target = Target(info, "InClusterQueue")
+            target = Target(info, R.IN_CLUSTER_QUEUE)
         elif in_tree[queue] and policy.reclaim_within_cohort != "Never":
             if not _in_queue_ok(policy.reclaim_within_cohort, preemptor, info):
                 continue
             if _reclaimable_while_borrowing(cq, preemptor, info):
-                target = Target(info, "InCohortReclaimWhileBorrowing")
+                target = Target(info, R.IN_COHORT_RECLAIM_WHILE_BORROWING)
             else:
-                target = Target(info, "InCohortReclamation", while_borrowing=False)
+                target = Target(info, R.IN_COHORT_RECLAMATION, while_borrowing=False)
         else:
             continue
         since = reserved_at(snap, info).timestamp()

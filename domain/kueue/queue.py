@@ -11,13 +11,13 @@ from datetime import datetime
 
 from domain.kueue import admission_fair_sharing
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.settings import AdmissionFairSharing
 from domain.kueue.workload_status import Outbox, waiting
 from domain.kueue.workloads import LocalQueueRef, WorkloadInfo
 from domain.objects.kueue import ClusterQueue, LabelSelector
 from domain.objects.meta import ObjectKey
 
-INADMISSIBLE = "Inadmissible"
 NAME_LABEL = "kubernetes.io/metadata.name"
 
 
@@ -90,7 +90,7 @@ def waiting_by_queue(
             by_queue.setdefault(found.metadata.name, []).append(infos)
     for info, why in sorted(refused, key=lambda item: item[0].key):
         if info.key not in box.touched and not backing_off(snap, info):
-            box.status(info, waiting(info.view, INADMISSIBLE, why), INADMISSIBLE)
+            box.status(info, waiting(info.view, R.INADMISSIBLE, why), R.INADMISSIBLE)
     return {name: its[0] if len(its) == 1 else _merge(snap, name, its, afs) for name, its in by_queue.items()}
 
 

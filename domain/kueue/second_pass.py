@@ -34,6 +34,7 @@ from domain.decisions import ObjectRef
 from domain.kueue import tas
 from domain.kueue.admission_checks import admitted_message
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.workload_status import Outbox, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.node import NodePhase
@@ -63,7 +64,7 @@ def run(snap: KueueSnapshot, box: Outbox, fail_fast: bool) -> None:
             continue
         failed = tuple(sorted(h for h in assigned_hosts(view.admission) if _failed(snap, h)))
         if len(failed) > 1:
-            box.evict(info, "NodeFailures", f"{MULTIPLE_FAILURES}: {', '.join(failed)}")
+            box.evict(info, R.NODE_FAILURES, f"{MULTIPLE_FAILURES}: {', '.join(failed)}")
         elif failed != view.unhealthy_nodes:
             box.status(info, dataclasses.replace(view, unhealthy_nodes=failed), "UnhealthyNodes")
     # 2. Place delayed topologies whose checks are Ready; re-place the pods of a failed node.
@@ -120,7 +121,7 @@ def _place_delayed(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo) -> bool
         placements.append((found, spec.name))
     placed = {**admission, "podSetAssignments": assignments}
     view = with_conditions(info.view, Admitted=admitted_message(info.admitted_to))
-    if box.status(info, dataclasses.replace(view, admission=placed), "Admitted"):
+    if box.status(info, dataclasses.replace(view, admission=placed), R.ADMITTED):
         for placement, name in placements:
             tas.reserve(snap, placement, requests[name])
     return True
@@ -137,7 +138,7 @@ def _replace(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, unhealthy: fr
         if isinstance(result, str):
             if fail_fast:
                 message = f"Workload was evicted as there was no replacement for a failed node: {result}"
-                box.evict(info, "NodeFailures", message)
+                box.evict(info, R.NODE_FAILURES, message)
             return fail_fast
         new_psa, placement = result
         replaced.append(new_psa)

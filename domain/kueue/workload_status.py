@@ -22,6 +22,7 @@ from domain.decisions import (
     conditions_of,
 )
 from domain.kueue.cycle_view import KueueSnapshot
+from domain.kueue.reasons import KueueReason as R
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadView
@@ -52,7 +53,7 @@ def _previously(view: WorkloadView, condition: str) -> Update | None:
     current = view.condition(condition)
     if current is None or current.status != "True":
         return None if current is None else (current.status, current.reason, current.message)
-    return ("False", "QuotaReserved", f"Previously: {current.message}")
+    return ("False", R.QUOTA_RESERVED, f"Previously: {current.message}")
 
 
 def admitted(
@@ -61,14 +62,14 @@ def admitted(
     """Quota reserved, and admitted in the same write unless admission ``checks`` must pass
     first (they start Pending); ``requeued`` when a backoff just ended."""
     updates: dict[str, Update | None] = {
-        C.QUOTA_RESERVED: ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
+        C.QUOTA_RESERVED: ("True", R.QUOTA_RESERVED, f"Quota reserved in ClusterQueue {cluster_queue}"),
         C.EVICTED: _previously(view, C.EVICTED),
         C.PREEMPTED: _previously(view, C.PREEMPTED),
     }
     if not checks:
-        updates[C.ADMITTED] = ("True", "Admitted", f"The workload is admitted in ClusterQueue {cluster_queue}")
+        updates[C.ADMITTED] = ("True", R.ADMITTED, f"The workload is admitted in ClusterQueue {cluster_queue}")
     if requeued:
-        updates[C.REQUEUED] = ("True", "BackoffFinished", "The workload backoff was finished")
+        updates[C.REQUEUED] = ("True", R.BACKOFF_FINISHED, "The workload backoff was finished")
     updated = with_conditions(view, **updates)
     pending = tuple((name, "Pending") for name in checks)
     return dataclasses.replace(updated, admission=dict(admission), unhealthy_nodes=(), admission_checks=pending)
@@ -76,7 +77,7 @@ def admitted(
 
 def waiting(view: WorkloadView, reason: str, message: str) -> WorkloadView:
     """Not admitted this cycle: QuotaReserved=False with why (``view`` itself if it says so already)."""
-    if view.condition(C.QUOTA_RESERVED) == ("QuotaReserved", "False", reason, message):
+    if view.condition(C.QUOTA_RESERVED) == (C.QUOTA_RESERVED, "False", reason, message):
         return view
     return with_conditions(view, QuotaReserved=("False", reason, message))
 
@@ -93,7 +94,7 @@ def released(view: WorkloadView, requeued: Update, count: int, at: datetime | No
     """Phase two: the pods are gone; the quota and the admission go, in one write."""
     updated = with_conditions(
         view,
-        QuotaReserved=("False", "Pending", _eviction_message(view)),
+        QuotaReserved=("False", R.PENDING, _eviction_message(view)),
         Admitted=("False", "NoReservation", "The workload has no reservation"),
         Requeued=requeued,
     )
