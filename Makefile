@@ -54,8 +54,13 @@ test: setup kafka-jars kube-bin tools lint
 
 # The full fault suite (tests/faults/suite.py): 100k+ events, 20 worker kills, broker and
 # PostgreSQL outages, each compared with replay; prints the table of docs/faults.md. SEED=N repeats a run.
-faults: setup kafka-jars
+# Then the live-cluster faults on the local API server: the watcher SIGKILLed mid-stream and resumed
+# after an etcd compaction (410 Gone, relist), and the applier SIGKILLed mid-stream.
+LIVE_FAULTS := tests/kube/test_watch.py::test_a_watcher_killed_and_restarted_after_a_compaction_relists_and_its_stream_replays_to_the_worker_decisions \
+	tests/kube/test_apply.py::test_an_applier_killed_mid_stream_applies_every_decision_exactly_once_in_effect
+faults: setup kafka-jars kube-bin
 	$(PY) -m tests.faults.suite --full $(if $(SEED),--seed $(SEED))
+	$(PY) -m pytest -v $(LIVE_FAULTS)
 
 bench: setup kafka-jars
 	$(PY) -m bench.run
