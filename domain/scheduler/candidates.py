@@ -45,6 +45,7 @@ class Candidates:
     predicate: Predicate
     score: Score
     versions: dict[str, int] = field(default_factory=dict)
+    tick: int = 0  # how many node changes it has seen: equal ticks, the same free room everywhere
     _rankings: dict[tuple[object, ...], Ranking] = field(default_factory=dict)
     _holding: dict[str, list[Ranking]] = field(default_factory=dict)  # node -> the rankings that hold it
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
@@ -52,6 +53,7 @@ class Candidates:
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
         self.versions[node.name] = self.versions.get(node.name, 0) + 1
+        self.tick += 1
         for ranking in self._holding.get(node.name, ()):
             ranking.dirty.add(node.name)
 

@@ -26,7 +26,6 @@ from domain.objects.volcano import PodGroup
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
-from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
 
 MEMO = "retry"
@@ -53,8 +52,13 @@ class Seen:
             and self.room == other.room
             and len(self.tasks) == len(other.tasks)
             and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, other.tasks, strict=True))
-            and len(self.nodes) == len(other.nodes)
-            and all(a is b for a, b in zip(self.nodes, other.nodes, strict=True))
+            and (
+                self.nodes is other.nodes
+                or (
+                    len(self.nodes) == len(other.nodes)
+                    and all(a is b for a, b in zip(self.nodes, other.nodes, strict=True))
+                )
+            )
         )
 
 
@@ -93,41 +97,41 @@ def _quota_covers(session: Session, job: JobInfo) -> bool:
 
 @dataclass(slots=True, eq=False)
 class _Rooms:
-    """The nodes' free room per set of resource names, for one session while no node changes
-    (every change of a node's free room in allocate goes through ``Candidates.changed``, which
-    moves its version on)."""
+    """The session's node objects, and their free room per set of resource names while no node
+    changes (every change of a node's free room in allocate goes through ``Candidates.changed``,
+    which moves its tick on)."""
 
     session: Session
-    stamp: int  # the sum of the nodes' versions when these were read
+    nodes: list[Node]
+    tick: int  # the candidates' tick when the rooms were read
     rooms: dict[tuple[str, ...], tuple[int, ...]]
 
 
-def _room(session: Session, nodes: list[NodeInfo], names: tuple[str, ...]) -> tuple[int, ...]:
-    stamp = sum(session.candidates.versions.values())
+def _kept(session: Session) -> _Rooms:
     kept = session.kept.get(ROOMS)
-    if not isinstance(kept, _Rooms) or kept.session is not session or kept.stamp != stamp:
-        kept = session.kept[ROOMS] = _Rooms(session, stamp, {})
-    room = kept.rooms.get(names)
-    if room is None:
-        room = kept.rooms[names] = tuple(node.idle.get(name, 0) for node in nodes for name in names)
-    return room
+    if not isinstance(kept, _Rooms) or kept.session is not session:
+        nodes = [node.node for node in session.snapshot.node_list()]
+        kept = session.kept[ROOMS] = _Rooms(session, nodes, session.candidates.tick, {})
+    elif kept.tick != session.candidates.tick:
+        kept.tick, kept.rooms = session.candidates.tick, {}
+    return kept
+
+
+def tried(session: Session, job: JobInfo) -> bool:
+    """Whether a failed attempt for ``job`` is kept (only then is it worth a ``look``)."""
+    return job.key in _memo(session)
 
 
 def look(session: Session, job: JobInfo) -> Seen:
-    """What an attempt for ``job`` sees now (its findings still empty)."""
+    """What an attempt for ``job`` sees now (its findings still empty). A failed plain attempt
+    leaves the nodes and the job as it found them, so a look after it sees what it saw."""
     names = tuple(sorted({name for t in job.pending() for name in t.request}))
-    nodes = session.snapshot.node_list()
-    room = _room(session, nodes, names)
-    return Seen(
-        job.group,
-        job.phase.value,
-        [(t.pod, t.status) for t in job.tasks],
-        [node.node for node in nodes],
-        room,
-        [],
-        {},
-        None,
-    )
+    kept = _kept(session)
+    room = kept.rooms.get(names)
+    if room is None:
+        nodes = session.snapshot.node_list()
+        room = kept.rooms[names] = tuple(node.idle.get(name, 0) for node in nodes for name in names)
+    return Seen(job.group, job.phase.value, [(t.pod, t.status) for t in job.tasks], kept.nodes, room, [], {}, None)
 
 
 def repeat(session: Session, job: JobInfo, seen: Seen) -> bool:
@@ -148,12 +152,13 @@ def repeat(session: Session, job: JobInfo, seen: Seen) -> bool:
     return True
 
 
-def remember(session: Session, job: JobInfo, seen: Seen, verdicts: int, fits: dict[str, FitSummary]) -> None:
+def remember(session: Session, job: JobInfo, verdicts: int, fits: dict[str, FitSummary]) -> None:
     """Keep what the attempt just made for ``job`` found, if it failed: the verdicts after the
     first ``verdicts``, the fit summaries not in ``fits`` (those from before it)."""
     found = session.found
     if not any(t.status is TaskStatus.PENDING for t in job.tasks) or job.placed() >= job.min_member:
         return
+    seen = look(session, job)
     seen.verdicts = found.verdicts.get(job.key, [])[verdicts:]
     seen.fits = {k: v for k, v in found.fits.get(job.key, {}).items() if fits.get(k) is not v}
     seen.tentative = found.tentative.get(job.key)

@@ -67,8 +67,8 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
     lent = held_room.lend(session, job, holds)
     # A plain gang that failed last time and sees the same nodes with the same room fails alike.
-    seen = retry.look(session, job) if not lent and retry.can_keep(session, job) else None
-    if seen is not None and retry.repeat(session, job, seen):
+    keep = not lent and retry.can_keep(session, job)
+    if keep and retry.tried(session, job) and retry.repeat(session, job, retry.look(session, job)):
         return False
     verdicts = len(session.found.verdicts.get(job.key, []))
     fits = dict(session.found.fits.get(job.key, {}))
@@ -78,8 +78,8 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
         held.unpipeline(task)
     again = _place(session, job, held, failed, holds)
     held_room.hold_again(session, lent)
-    if seen is not None:
-        retry.remember(session, job, seen, verdicts, fits)
+    if keep:
+        retry.remember(session, job, verdicts, fits)
     return again
 
 
