@@ -6,11 +6,15 @@ trace, replayed with the memos kept and with every cycle starting without them."
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 
 from domain.scheduler import retry
+from domain.scheduler.actions import allocate
 from domain.scheduler.config import SchedulerConfig, from_mapping
+from domain.scheduler.infos import JobInfo, TaskStatus
+from domain.scheduler.session import Session
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace, with_estimates
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
@@ -60,3 +64,27 @@ def test_kept_attempts_decide_as_new_ones(
     kept = _decisions(lines, config, fresh=False)
     assert sum(repeats) > 20  # attempts were kept, not made again
     assert kept == _decisions(lines, config, fresh=True)
+
+
+@pytest.mark.parametrize("config", [SchedulerConfig(), LARGE_GANGS], ids=["default", "large-gangs"])
+def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``remember`` looks after the attempt: a failed plain attempt must leave the job and the
+    nodes exactly as the look before it would have seen them."""
+    events = io.BytesIO()
+    run_closed_loop(BUSY, BUSY.nodes, config, events, io.BytesIO())
+    compared = []
+    place = allocate._place
+
+    def checked(session: Session, job: JobInfo, *args: Any) -> bool:
+        before = retry.look(session, job) if retry.can_keep(session, job) else None
+        again = place(session, job, *args)
+        failed = job.placed() < job.min_member and any(t.status is TaskStatus.PENDING for t in job.tasks)
+        if before is not None and failed:
+            after = retry.look(session, job)
+            assert before.same(after) and after.same(before), job.key
+            compared.append(job.key)
+        return again
+
+    monkeypatch.setattr(allocate, "_place", checked)
+    _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
+    assert len(compared) > 20
