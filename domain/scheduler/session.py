@@ -196,7 +196,10 @@ class Session:
         return []
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
-        return sum(h.fn(task, node) for h in self._node_order)
+        total = 0  # an int start, as ``sum``'s, so the float additions are the same
+        for hook in self._node_order:
+            total += hook.fn(task, node)
+        return total
 
     def ranks_by(self, plugins: frozenset[str]) -> bool:
         """Whether every predicate and node-order callback comes from one of ``plugins``."""

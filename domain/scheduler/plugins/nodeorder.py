@@ -67,6 +67,31 @@ def balanced(task: TaskInfo, node: NodeInfo) -> int:
     return int((1 - std) * _MAX)
 
 
+def least_requested_balanced(task: TaskInfo, node: NodeInfo) -> int:
+    """``least_requested + balanced`` (the default weights, one each) in one pass over the
+    resources: the same integers, the same float operations in the same order."""
+    request, idle, allocatable = task.request, node.idle, node.allocatable
+    least = []
+    fractions = []
+    for name in _FIT:
+        total = allocatable.get(name, 0)
+        if total > 0:
+            requested = total - idle.get(name, 0) + request.get(name, 0)
+            least.append(0 if requested > total else (total - requested) * _MAX // total)
+            fractions.append(min(requested / total, 1.0))
+    if request.get(_GPU):
+        total = allocatable.get(_GPU, 0)
+        if total > 0:
+            fractions.append(min((total - idle.get(_GPU, 0) + request[_GPU]) / total, 1.0))
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs(fractions[0] - fractions[1]) / 2
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return (sum(least) // len(least) if least else 0) + int((1 - std) * _MAX)
+
+
 def build(options: Mapping[str, object]) -> Plugin:
     weights = (
         (integer(options, "leastrequested.weight", 1), least_requested),
@@ -75,8 +100,15 @@ def build(options: Mapping[str, object]) -> Plugin:
     )
     scorers = tuple((w, fn) for w, fn in weights if w)
 
-    def score(task: TaskInfo, node: NodeInfo) -> float:
-        return float(sum(w * fn(task, node) for w, fn in scorers))
+    if scorers == ((1, least_requested), (1, balanced)):
+
+        def score(task: TaskInfo, node: NodeInfo) -> float:
+            return float(least_requested_balanced(task, node))
+
+    else:
+
+        def score(task: TaskInfo, node: NodeInfo) -> float:
+            return float(sum(w * fn(task, node) for w, fn in scorers))
 
     def on_open(session: Session) -> None:
         if scorers:

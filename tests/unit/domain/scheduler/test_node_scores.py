@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from domain import quantity
 from domain.objects.core import Node, Pod
@@ -92,3 +94,19 @@ def test_least_and_most_requested_are_kube_schedulers_integers() -> None:
     # (3 - 1) * 100 // 3 = 66 for each; kube-scheduler's integer division, not 66.67.
     assert nodeorder.least_requested(task, node) == 66
     assert nodeorder.most_requested(task, node) == 33
+
+
+_amount = st.integers(min_value=0, max_value=10**7)
+
+
+@given(
+    request=st.dictionaries(st.sampled_from([quantity.CPU, quantity.MEMORY, GPU]), _amount, max_size=3),
+    allocatable=st.dictionaries(st.sampled_from([quantity.CPU, quantity.MEMORY, GPU]), _amount, max_size=3),
+    used=st.dictionaries(st.sampled_from([quantity.CPU, quantity.MEMORY, GPU]), _amount, max_size=3),
+)
+def test_the_default_scores_in_one_pass_equal_their_sum(
+    request: dict[str, int], allocatable: dict[str, int], used: dict[str, int]
+) -> None:
+    task, node = _task(request), _node("n", allocatable, used)
+    expected = nodeorder.least_requested(task, node) + nodeorder.balanced(task, node)
+    assert nodeorder.least_requested_balanced(task, node) == expected
