@@ -134,8 +134,14 @@ class Run:
 async def _send(bootstrap: str, topic: str, lines: list[bytes], rate: float | None) -> list[float]:
     """Send the lines (paced at ``rate`` lines/s, or as fast as possible); the send time of each."""
     await ensure_topics(bootstrap, [topic, f"{topic}.dlq"], PARTITIONS)
-    external = marker_clusters([Record(value=line, position="") for line in lines[:1000]])
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0 if rate else 5)
+    # Clusters whose stream has its own SCHEDULE markers (all of it: the openb stream opens with
+    # 1,523 nodes): the header keeps the worker's own timer from adding markers to them, which
+    # would shift every later seq.
+    external = marker_clusters([Record(value=line, position="") for line in lines])
+    # Idempotent, as `schedstream produce` is: a retried send must not shift every later seq.
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=0 if rate else 5
+    )
     await producer.start()
     sent: list[float] = []
     try:

@@ -39,7 +39,7 @@ class Settings:
     app_id: str = "schedstream"
     schedule_period: float = 1.0
     batch_size: int = 500
-    batch_within: float = 0.2
+    batch_within: float = 0.01  # a batch waits at most this long to fill: the latency floor (docs/performance.md)
     session_timeout: float = 10.0
     snapshot_every: int = 10_000
     data_dir: Path = Path(".schedstream")
