@@ -27,6 +27,8 @@ from services.store.batch import Batch
 # From this many rows on, an upsert on PostgreSQL goes through COPY and a staging table; below it
 # the extra statements cost more than executemany saves.
 COPY_UPSERT_ROWS = 64
+# The staging tables made in a database session (``Connection.info``), so each is made once.
+STAGING = "schedstream staging tables"
 
 
 def create_db_engine(url: str) -> Engine:
@@ -67,24 +69,31 @@ class Store:
     # -- writes ---------------------------------------------------------------------------
 
     def write_batch(self, batch: Batch) -> None:
-        with self.engine.begin() as conn:
-            for table, rows in (
-                (tables.events, batch.events),
-                (tables.decisions, batch.decisions),
-                (tables.rejects, batch.rejects),
-                (tables.outbox, batch.outbox),
-            ):
-                if rows:
-                    self._insert(conn, table, rows)
-            self._upsert(
-                conn, tables.object_status, list(batch.statuses.values()), ("cluster", "kind", "namespace", "name")
-            )
-            self._upsert(conn, tables.clusters, list(batch.clusters.values()), ("cluster",))
-            self._upsert(conn, tables.snapshots, list(batch.snapshots.values()), ("cluster",))
-            progress = [
-                {"consumer": c, "topic": t, "partition": p, "offset": o} for (c, t, p), o in batch.progress.items()
-            ]
-            self._upsert(conn, tables.consumer_progress, progress, ("consumer", "topic", "partition"))
+        info: dict[Any, Any] = {}
+        try:
+            with self.engine.begin() as conn:
+                info = conn.info
+                self._write(conn, batch)
+        except BaseException:
+            info.pop(STAGING, None)  # a rolled-back transaction takes the staging tables it made with it
+            raise
+
+    def _write(self, conn: Connection, batch: Batch) -> None:
+        for table, rows in (
+            (tables.events, batch.events),
+            (tables.decisions, batch.decisions),
+            (tables.rejects, batch.rejects),
+            (tables.outbox, batch.outbox),
+        ):
+            if rows:
+                self._insert(conn, table, rows)
+        self._upsert(
+            conn, tables.object_status, list(batch.statuses.values()), ("cluster", "kind", "namespace", "name")
+        )
+        self._upsert(conn, tables.clusters, list(batch.clusters.values()), ("cluster",))
+        self._upsert(conn, tables.snapshots, list(batch.snapshots.values()), ("cluster",))
+        progress = [{"consumer": c, "topic": t, "partition": p, "offset": o} for (c, t, p), o in batch.progress.items()]
+        self._upsert(conn, tables.consumer_progress, progress, ("consumer", "topic", "partition"))
 
     @staticmethod
     def _insert(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -105,9 +114,12 @@ class Store:
         if postgres and len(rows) >= COPY_UPSERT_ROWS:
             quote = conn.dialect.identifier_preparer.quote
             staging = quote(f"staging_{table.name}")
-            conn.exec_driver_sql(
-                f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {quote(table.name)}) ON COMMIT DELETE ROWS"
-            )
+            made = conn.info.setdefault(STAGING, set())  # kept with the database session, as they are
+            if staging not in made:
+                conn.exec_driver_sql(
+                    f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {quote(table.name)}) ON COMMIT DELETE ROWS"
+                )
+                made.add(staging)
             names = Store._copy(conn, f"staging_{table.name}", table, rows)
             columns = ", ".join(quote(name) for name in names)
             updates = ", ".join(f"{quote(n)} = EXCLUDED.{quote(n)}" for n in names if n not in keys)

@@ -164,3 +164,20 @@ def test_a_member_of_a_group_restores_only_its_partitions_and_a_cluster_that_mov
     replayed = expected.getvalue().decode().splitlines()
     for cluster in ("east", "west"):
         assert store.decisions(cluster) == [d for d in replayed if json.loads(d)["cluster"] == cluster], cluster
+
+
+def test_a_rolled_back_batch_takes_its_staging_table_with_it_and_the_next_batch_still_upserts(store: Store) -> None:
+    """Many statuses go through a staging table, made once per database session; a batch that
+    fails after making it rolls it back, and the next batch makes it again."""
+
+    def statuses(seq: int) -> dict[tuple[str, str, str, str], dict[str, object]]:
+        rows = [{"cluster": "c1", "kind": "Pod", "namespace": "ns", "name": f"p{i}", "uid": f"u{i}",
+                 "decision_id": f"d{seq}-{i}", "seq": seq, "payload": "{}"} for i in range(100)]  # fmt: skip
+        return {(r["cluster"], r["kind"], r["namespace"], r["name"]): r for r in rows}  # type: ignore[misc]
+
+    with pytest.raises(IntegrityError):  # fails after the statuses: a progress offset may not be null
+        store.write_batch(Batch(statuses=statuses(1), progress={("g", "t", 0): None}))  # type: ignore[dict-item]
+    assert store.count("object_status") == 0
+    store.write_batch(Batch(statuses=statuses(2)))
+    store.write_batch(Batch(statuses=statuses(3)))
+    assert store.count("object_status") == 100
