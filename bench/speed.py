@@ -183,17 +183,24 @@ async def _receive(bootstrap: str, topic: str, until: float, want: int | None = 
 # -- rows ---------------------------------------------------------------------------------------
 
 
+def _check(run: Run, code: int) -> None:
+    """A worker that failed measured nothing: say so, with the end of its log."""
+    if code:
+        tail = run.log.read_text(errors="replace").splitlines()[-5:]
+        raise RuntimeError(f"the worker exited with {code}; its log ends:\n" + "\n".join(tail))
+
+
 def worker_rate(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path) -> tuple[float, float]:
     """Events per CPU-second of the worker (its start-up, measured on an empty topic, taken off),
     and of the passthrough on the same messages."""
     empty = Run(bootstrap, db_url, workdir)
     asyncio.run(ensure_topics(bootstrap, [empty.events, f"{empty.events}.dlq"], PARTITIONS))
     with cpu_of_children() as idle:
-        empty.worker("--exit-when-idle", "3").wait(timeout=300)
+        _check(empty, empty.worker("--exit-when-idle", "3").wait(timeout=300))
     run = Run(bootstrap, db_url, workdir)
     asyncio.run(_send(bootstrap, run.events, lines, None))
     with cpu_of_children() as busy:
-        run.worker("--exit-when-idle", "3").wait(timeout=3600)
+        _check(run, run.worker("--exit-when-idle", "3").wait(timeout=3600))
     with cpu_of_children() as bare:
         run.passthrough(len(lines)).wait(timeout=600)
     return len(lines) / max(busy[0] - idle[0], 1e-9), len(lines) / bare[0]
