@@ -49,6 +49,7 @@ class Candidates:
     _rankings: dict[tuple[object, ...], Ranking] = field(default_factory=dict)
     _holding: dict[str, list[Ranking]] = field(default_factory=dict)  # node -> the rankings that hold it
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
+    _asked: set[tuple[object, ...]] = field(default_factory=set)  # shapes asked once, with no ranking kept
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -84,6 +85,11 @@ class Candidates:
     ) -> tuple[NodeInfo | None, FitSummary]:
         """The best feasible node for ``task`` among ``nodes`` (named by ``key``), or why none fits."""
         ranking = self._rankings.get(key)
+        if ranking is None and key not in self._asked:
+            # A shape's first question is answered by a plain scan: most shapes of a varied
+            # workload are asked once, and a kept ranking would cost its upkeep for nothing.
+            self._asked.add(key)
+            return self._scan(task, nodes)
         if ranking is None:
             ranking = self._rankings[key] = Ranking(task, {n.name: n for n in nodes})
             for node in nodes:
@@ -100,6 +106,24 @@ class Candidates:
         summary = FitSummary(len(nodes))
         summary.reasons = Counter({reason: n for reason, n in ranking.counts.items() if n > 0})
         return None, summary
+
+    def _scan(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[NodeInfo | None, FitSummary]:
+        """What ``best`` would answer from a new ranking: the best score, ties to the name."""
+        best: NodeInfo | None = None
+        best_entry: tuple[float, str] | None = None
+        counts: Counter[str] = Counter()
+        for node in nodes:
+            failures = self.predicate(task, node)
+            if failures:
+                counts.update(failures)
+                continue
+            entry = (-self.score(task, node), node.name)
+            if best_entry is None or entry < best_entry:
+                best, best_entry = node, entry
+        summary = FitSummary(len(nodes))
+        if best is None:
+            summary.reasons = Counter({reason: n for reason, n in counts.items() if n > 0})
+        return best, summary
 
 
 def carry(

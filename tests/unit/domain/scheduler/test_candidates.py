@@ -3,10 +3,20 @@ what rankings made afresh in every cycle decide."""
 
 from __future__ import annotations
 
+from typing import cast
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import parse_event
+from domain.objects.core import Node, Pod
+from domain.objects.meta import ObjectKey
+from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.infos import TaskInfo, TaskStatus
+from domain.scheduler.node_table import NodeInfo
 from tests.streams import Shape, synthetic_stream
 
 SHAPE = Shape(nodes=12, gangs=60, marker_every=7)
@@ -35,3 +45,35 @@ def test_carried_rankings_decide_as_fresh_ones() -> None:
     assert reused > 10  # the rankings really were carried over
     assert sum(d.kind == "Bind" for d in carried) > 50
     assert [d.to_dict() for d in carried] == [d.to_dict() for d in fresh]
+
+
+_amount = st.integers(min_value=0, max_value=8)
+
+
+@given(
+    free=st.lists(st.tuples(_amount, _amount), min_size=1, max_size=12),
+    asks=st.lists(st.tuples(_amount, _amount), min_size=1, max_size=6),
+)
+def test_a_first_question_scanned_answers_as_a_ranking_does(
+    free: list[tuple[int, int]], asks: list[tuple[int, int]]
+) -> None:
+    """A shape asked once is answered by a scan, later by its kept ranking: the same node (best
+    score, ties to the name) and the same reasons, whichever way."""
+    nodes = [
+        NodeInfo(f"n{i:02d}", cast(Node, None), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
+        for i, (c, m) in enumerate(free)
+    ]
+
+    def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
+        return [f"Insufficient {n}" for n, a in sorted(task.request.items()) if a > node.idle[n]]
+
+    def score(task: TaskInfo, node: NodeInfo) -> float:
+        return float(node.idle["cpu"] - task.request["cpu"] + 2 * (node.idle["memory"] % 3))
+
+    for cpu, memory in asks:
+        task = TaskInfo(ObjectKey("c1/p"), cast(Pod, None), ObjectKey("c1/g"), {"cpu": cpu, "memory": memory},
+                        TaskStatus.PENDING)  # fmt: skip
+        candidates = Candidates(predicate, score)
+        scanned, ranked = (candidates.best(("shape",), task, nodes) for _ in range(2))
+        assert scanned[0] is ranked[0]
+        assert (scanned[1].nodes, dict(scanned[1].reasons)) == (ranked[1].nodes, dict(ranked[1].reasons))
