@@ -376,6 +376,17 @@ def broker(workdir: Path) -> Iterator[str]:
         kafka.stop()
 
 
+def _worker_row(row: Any, store_name: str, bootstrap: str, url: str, *, lines: list[bytes], work: Path) -> None:
+    label = f"worker ({store_name}), events/CPU-s (baseline passthrough)"
+    try:
+        ours, base = worker_rate(bootstrap, url, lines, work)
+    except RuntimeError as exc:
+        row(label, "failed", "", None)
+        print(f"  {exc}")
+        return
+    row(label, f"{ours:,.0f}", f"{base:,.0f}", ours / base)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip", default="", help="comma-separated rows to leave out")
@@ -408,14 +419,7 @@ def main() -> None:
                         stores["PostgreSQL"] = pg_url
                     if "worker" not in skip:
                         for store_name, url in stores.items():
-                            label = f"worker ({store_name}), events/CPU-s (baseline passthrough)"
-                            try:
-                                ours, base = worker_rate(bootstrap, url, lines, work)
-                            except RuntimeError as exc:
-                                row(label, "failed", "", None)
-                                print(f"  {exc}")
-                                continue
-                            row(label, f"{ours:,.0f}", f"{base:,.0f}", ours / base)
+                            _worker_row(row, store_name, bootstrap, url, lines=lines, work=work)
                     if "latency" not in skip:
                         for rate in rates:
                             seconds = 30 if rate <= 500 else 15
