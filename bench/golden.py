@@ -3,8 +3,9 @@ not change a byte: run it before and after, and compare the two outputs line by 
 
 Each case runs ``schedstream simulate`` on a slice of a trace in ``../shared/data`` (openb under
 Volcano and under Kueue, openb under each example policy, DLRM, the HPC2N SWF trace, the
-Kueue-shape workload) and prints one line per case: the name, the sha256 of ``decisions.jsonl``
-and of ``events.jsonl``, and the decision count. The scenario suite (``tests/scenarios``)
+Kueue-shape workload) and prints one line per case: the name, the sha256 of ``decisions.jsonl``,
+of ``events.jsonl`` and of ``metrics.json`` (ours and the FCFS, EASY and greedy baselines), and the
+decision count. The scenario suite (``tests/scenarios``)
 checks its own expected decisions; this covers the traces it does not.
 
     python -m bench.golden [--out FILE] [--small]
@@ -88,7 +89,8 @@ def run(work: Path, cases: list[Case]) -> Iterator[str]:
             continue
         decisions = out / "decisions.jsonl"
         count = sum(1 for _ in decisions.open())
-        yield f"{case.name} decisions={_sha(decisions)} events={_sha(out / 'events.jsonl')} n={count}"
+        files = f"decisions={_sha(decisions)} events={_sha(out / 'events.jsonl')}"
+        yield f"{case.name} {files} metrics={_sha(out / 'metrics.json')} n={count}"
 
 
 def main() -> None:
