@@ -101,20 +101,27 @@ class _Cluster:
 
     def place(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
         """First fit for every task on ``free`` (default: now), taken from it; None (and nothing
-        taken) when a task does not fit."""
+        taken) when a task does not fit.
+
+        The tasks are alike and room only shrinks as they are placed, so first fit puts as many
+        as fit on the first node with room, then goes on to the next: one pass over the nodes."""
         free = self.free if free is None else free
-        allowed = self.allowed(job)
-        placement: Placement = []
-        for _ in range(job.tasks):
-            for index in allowed:
-                room = free[index]
-                if _fits(room, request):
-                    add(room, {name: -amount for name, amount in request.items()})
-                    placement.append(index)
+        wanted = job.tasks
+        takes: list[tuple[int, int]] = []  # (node index, tasks placed there)
+        for index in self.allowed(job) if wanted else ():
+            room = free[index]
+            if _fits(room, request):
+                take = min(_copies(room, request), wanted)
+                takes.append((index, take))
+                wanted -= take
+                if not wanted:
                     break
-            else:
-                self.release(placement, request, free)
-                return None
+        if wanted:
+            return None
+        placement: Placement = []
+        for index, take in takes:
+            add(free[index], {name: -amount * take for name, amount in request.items()})
+            placement.extend([index] * take)
         if free is self.free and self.head is not None:
             self.head.update(free, placement)
         return placement
