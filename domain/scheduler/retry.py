@@ -18,6 +18,7 @@ and a queue that can take the whole job's pending requests.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from domain import quantity
@@ -54,10 +55,7 @@ class Seen:
             and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, other.tasks, strict=True))
             and (
                 self.nodes is other.nodes
-                or (
-                    len(self.nodes) == len(other.nodes)
-                    and all(a is b for a, b in zip(self.nodes, other.nodes, strict=True))
-                )
+                or (len(self.nodes) == len(other.nodes) and all(map(operator.is_, self.nodes, other.nodes)))
             )
         )
 
@@ -111,6 +109,8 @@ def _kept(session: Session) -> _Rooms:
     kept = session.kept.get(ROOMS)
     if not isinstance(kept, _Rooms) or kept.session is not session:
         nodes = [node.node for node in session.snapshot.node_list()]
+        if isinstance(kept, _Rooms) and len(kept.nodes) == len(nodes) and all(map(operator.is_, kept.nodes, nodes)):
+            nodes = kept.nodes  # the same node objects: one list, so ``Seen.same`` needs no walk over them
         kept = session.kept[ROOMS] = _Rooms(session, nodes, session.candidates.tick, {})
     elif kept.tick != session.candidates.tick:
         kept.tick, kept.rooms = session.candidates.tick, {}
