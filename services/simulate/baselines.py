@@ -79,6 +79,11 @@ class _Cluster:
     free: list[ResourceList]
     _allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[int]] = field(default_factory=dict)
     head: _Tally | None = None  # the queue head's tally on ``free``, kept as its rooms change
+    # Per node affinity and request: (releases so far, the first position in the allowed nodes
+    # that may still have room for one task). Room in ``free`` only shrinks between releases, so
+    # no node before that position can take the request until the next release.
+    _cursors: dict[tuple[object, ...], tuple[int, int]] = field(default_factory=dict)
+    _releases: int = 0
 
     @classmethod
     def of(cls, nodes: tuple[Node, ...]) -> _Cluster:
@@ -106,20 +111,30 @@ class _Cluster:
         The tasks are alike and room only shrinks as they are placed, so first fit puts as many
         as fit on the first node with room, then goes on to the next: one pass over the nodes."""
         free = self.free if free is None else free
+        allowed = self.allowed(job)
+        cursor = (_affinity(job), *request.items()) if free is self.free else None
+        start = 0
+        if cursor is not None and (kept := self._cursors.get(cursor)) is not None and kept[0] == self._releases:
+            start = kept[1]
         wanted = job.tasks
-        takes: list[tuple[int, int]] = []  # (node index, tasks placed there)
-        for index in self.allowed(job) if wanted else ():
-            room = free[index]
+        takes: list[tuple[int, int]] = []  # (position in allowed, tasks placed on that node)
+        for position in range(start, len(allowed)) if wanted else ():
+            room = free[allowed[position]]
             if _fits(room, request):
                 take = min(_copies(room, request), wanted)
-                takes.append((index, take))
+                takes.append((position, take))
                 wanted -= take
                 if not wanted:
                     break
+        if cursor is not None and takes:  # nodes before the last one taken from are now full for it
+            self._cursors[cursor] = (self._releases, takes[0 if wanted else -1][0])
+        elif cursor is not None and wanted:
+            self._cursors[cursor] = (self._releases, len(allowed))
         if wanted:
             return None
         placement: Placement = []
-        for index, take in takes:
+        for position, take in takes:
+            index = allowed[position]
             add(free[index], {name: -amount * take for name, amount in request.items()})
             placement.extend([index] * take)
         if free is self.free and self.head is not None:
@@ -130,8 +145,10 @@ class _Cluster:
         rooms = self.free if free is None else free
         for index in placement:
             add(rooms[index], request)
-        if rooms is self.free and self.head is not None:
-            self.head.update(rooms, placement)
+        if rooms is self.free:
+            self._releases += 1
+            if self.head is not None:
+                self.head.update(rooms, placement)
 
     def head_tally(self, job: Job, request: ResourceList) -> _Tally:
         """The tally of ``job`` (the queue's head, which did not fit) on the room now, kept from
