@@ -94,16 +94,16 @@ class StreamService:
         # timer wait for ``ready``.
         self.ready.clear()
         try:
-            folded = await asyncio.to_thread(self.pipeline.restore, self.owned)
+            folded = await asyncio.to_thread(self.pipeline.restore_unless_held, self.owned)
         except Exception:
             # E.g. the partition's previous owner still wrote while we read: die as a batch
             # failure does (never hang with ``ready`` unset), and the restart restores again.
             logger.exception("restore failed, stopping the worker", partitions=sorted(self.owned))
             os._exit(70)
         logger.info(
-            "partitions assigned, state restored",
+            "partitions assigned, state restored" if folded is not None else "partitions assigned, state kept",
             partitions=sorted(self.owned),
-            events=folded,
+            events=folded or 0,
             seconds=round(time.monotonic() - started, 3),
         )
         committed = await self.app.consumer.seek_to_committed()

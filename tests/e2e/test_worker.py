@@ -83,7 +83,7 @@ def wait_for_decisions(store: Store, count: int, timeout: float = 120) -> None:
 
 def assignments(log: Path) -> list[list[int]]:
     """The partitions a worker was given, at each assignment, from its JSON log."""
-    lines = [line[line.index("{") :] for line in log.read_text().splitlines() if "state restored" in line]
+    lines = [line[line.index("{") :] for line in log.read_text().splitlines() if "partitions assigned, state" in line]
     return [json.loads(line)["partitions"] for line in lines]
 
 

@@ -166,6 +166,31 @@ def test_a_member_of_a_group_restores_only_its_partitions_and_a_cluster_that_mov
         assert store.decisions(cluster) == [d for d in replayed if json.loads(d)["cluster"] == cluster], cluster
 
 
+def test_a_member_given_the_same_partitions_again_keeps_its_state_unless_another_member_wrote_meanwhile(
+    store: Store, tmp_path: Path
+) -> None:
+    """A member thrown out of its group at the end of a long restore gets the same partitions
+    back: it keeps what it holds (no restore, which would take as long again), and it goes on
+    exactly; once another member has written to those partitions, or for other partitions, it
+    restores."""
+    records, expected = stream_and_its_replay(tmp_path)
+    third = len(records) // 3
+    member = Pipeline(SchedulerConfig(), store, consumer="g", clocks={"c1": CLOCK_STREAM})
+    assert member.restore_unless_held({0}) == 0  # a first assignment always restores
+    member.process(records[:third])
+    held = member.engine
+    assert member.restore_unless_held({0}) is None
+    assert member.engine is held
+    member.process(records[third : 2 * third])  # on the state it kept
+    assert member.restore_unless_held({0, 1}) == 2 * third  # other partitions: restored
+    other = Pipeline(SchedulerConfig(), store, consumer="g")
+    other.restore({0})
+    other.process(records[2 * third : 2 * third + 5])  # the partition moved, and came back
+    assert member.restore_unless_held({0, 1}) == 2 * third + 5
+    member.process(records)
+    assert "\n".join(store.decisions()) + "\n" == expected
+
+
 def test_a_rolled_back_batch_takes_its_staging_table_with_it_and_the_next_batch_still_upserts(store: Store) -> None:
     """Many statuses go through a staging table, made once per database session; a batch that
     fails after making it rolls it back, and the next batch makes it again."""
