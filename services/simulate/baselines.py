@@ -22,6 +22,7 @@ the empty cluster is left out of the queue (it would block FCFS for ever).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections.abc import Callable
@@ -149,6 +150,17 @@ class _Cluster:
             self._releases += 1
             if self.head is not None:
                 self.head.update(rooms, placement)
+
+    def undo(self, job: Job, placement: Placement, request: ResourceList) -> None:
+        """Give back what ``place`` just took for ``job`` on the room now, nothing else having
+        changed it since: the rooms are as they were before, where every kept start was right,
+        and the job's own start is where its first task went."""
+        releases = self._releases
+        self.release(placement, request)
+        self._releases = releases
+        if placement:
+            start = bisect.bisect_left(self.allowed(job), placement[0])
+            self._cursors[(_affinity(job), *request.items())] = (releases, start)
 
     def head_tally(self, job: Job, request: ResourceList) -> _Tally:
         """The tally of ``job`` (the queue's head, which did not fit) on the room now, kept from
@@ -301,7 +313,7 @@ class _Baseline:
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     self.cluster.release(placement, request, later)
                     later_head.update(later, placement)
-                    self.cluster.release(placement, request)
+                    self.cluster.undo(job, placement, request)
                     continue
             self.waiting.remove(job)
             self.start(job, placement, now)

@@ -149,3 +149,17 @@ def test_fcfs_easy_and_greedy_start_and_end_every_job_as_the_oracle_does(rows: l
     for policy, run in (("fcfs", fcfs), ("easy", easy), ("greedy", greedy)):
         outcome = run(trace, trace.nodes)
         assert {job_id: (r.start, r.end) for job_id, r in outcome.jobs.items()} == oracle(trace, policy), policy
+
+
+def test_a_backfill_taken_back_leaves_the_next_job_of_its_shape_the_room_it_gave_back() -> None:
+    """j3 fits now but outlives the head's shadow time and would leave the head no room then, so
+    EASY takes it back; j4 and j5 ask for the same and must find the room j3 gave back first."""
+    nodes = (Node("n0", {"cpu": "4", "memory": "8Gi"}), Node("n1", {"cpu": "4", "memory": "8Gi"}))
+    rows = [("j0", 0, 10, "3"), ("j1", 0, 100, "3"), ("j2", 1, 10, "4"), ("j3", 1, 50, "1"), ("j4", 1, 5, "1"),
+            ("j5", 1, 5, "1")]  # fmt: skip
+    jobs = tuple(Job(name, submit, duration, tasks=1, requests={"cpu": cpu}) for name, submit, duration, cpu in rows)
+    trace = Trace(jobs, nodes)
+    outcome = easy(trace, nodes)
+    times = {job_id: (r.start, r.end) for job_id, r in outcome.jobs.items()}
+    assert times == oracle(trace, "easy")
+    assert times["j3"][0] == 10 and times["j5"] == (1, 6)
