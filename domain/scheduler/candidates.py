@@ -25,6 +25,7 @@ from domain.reasons import FitSummary
 from domain.scheduler.infos import TaskInfo
 from domain.scheduler.node_table import NodeInfo
 
+LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
 Predicate = Callable[[TaskInfo, NodeInfo], list[str]]
 Score = Callable[[TaskInfo, NodeInfo], float]
@@ -46,6 +47,8 @@ class Candidates:
     score: Score
     versions: dict[str, int] = field(default_factory=dict)
     tick: int = 0  # how many node changes it has seen: equal ticks, the same free room everywhere
+    _log: list[str] = field(default_factory=list)  # the nodes of the latest changes, oldest first
+    _logged_from: int = 0  # the tick of the first change in ``_log``
     _rankings: dict[tuple[object, ...], Ranking] = field(default_factory=dict)
     _holding: dict[str, list[Ranking]] = field(default_factory=dict)  # node -> the rankings that hold it
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
@@ -55,8 +58,16 @@ class Candidates:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
         self.versions[node.name] = self.versions.get(node.name, 0) + 1
         self.tick += 1
+        self._log.append(node.name)
+        if len(self._log) > LOG_LIMIT:
+            del self._log[: LOG_LIMIT // 2]
+            self._logged_from += LOG_LIMIT // 2
         for ranking in self._holding.get(node.name, ()):
             ranking.dirty.add(node.name)
+
+    def changed_since(self, tick: int) -> list[str] | None:
+        """The nodes changed after ``tick`` (with repeats), or None when that is no longer known."""
+        return None if tick < self._logged_from else self._log[tick - self._logged_from :]
 
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
         failures = self.predicate(ranking.task, node)

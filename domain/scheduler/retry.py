@@ -19,12 +19,14 @@ and a queue that can take the whole job's pending requests.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from domain import quantity
 from domain.objects.core import Node, Pod
 from domain.objects.volcano import PodGroup
 from domain.reasons import FitSummary, Verdict
+from domain.scheduler.candidates import Candidates
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
@@ -41,22 +43,26 @@ class Seen:
     phase: str
     tasks: list[tuple[Pod, TaskStatus]]
     nodes: list[Node]
-    room: tuple[int, ...]  # each node's free room in the resources the job asks for, in node order
-    verdicts: list[Verdict]
-    fits: dict[str, FitSummary]
-    tentative: int | None
+    names: tuple[str, ...]  # the resources the job asks for
+    room: tuple[int, ...]  # each node's free room in ``names``, in node order
+    source: Candidates  # whose ``tick`` the room is known at
+    tick: int
+    verdicts: list[Verdict] = field(default_factory=list)
+    fits: dict[str, FitSummary] = field(default_factory=dict)
+    tentative: int | None = None
 
     def same(self, other: Seen) -> bool:
+        return self.room == other.room and self.same_job(other.group, other.phase, other.tasks, other.nodes)
+
+    def same_job(
+        self, group: PodGroup | None, phase: str, tasks: Sequence[tuple[Pod, TaskStatus]], nodes: list[Node]
+    ) -> bool:
         return (
-            self.group is other.group
-            and self.phase == other.phase
-            and self.room == other.room
-            and len(self.tasks) == len(other.tasks)
-            and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, other.tasks, strict=True))
-            and (
-                self.nodes is other.nodes
-                or (len(self.nodes) == len(other.nodes) and all(map(operator.is_, self.nodes, other.nodes)))
-            )
+            self.group is group
+            and self.phase == phase
+            and len(self.tasks) == len(tasks)
+            and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, tasks, strict=True))
+            and (self.nodes is nodes or (len(self.nodes) == len(nodes) and all(map(operator.is_, self.nodes, nodes))))
         )
 
 
@@ -101,6 +107,7 @@ class _Rooms:
 
     session: Session
     nodes: list[Node]
+    positions: dict[str, int]  # node name -> its place in ``nodes``
     tick: int  # the candidates' tick when the rooms were read
     rooms: dict[tuple[str, ...], tuple[int, ...]]
 
@@ -108,17 +115,48 @@ class _Rooms:
 def _kept(session: Session) -> _Rooms:
     kept = session.kept.get(ROOMS)
     if not isinstance(kept, _Rooms) or kept.session is not session:
-        nodes = [node.node for node in session.snapshot.node_list()]
+        infos = session.snapshot.node_list()
+        nodes = [node.node for node in infos]
         if isinstance(kept, _Rooms) and len(kept.nodes) == len(nodes) and all(map(operator.is_, kept.nodes, nodes)):
-            nodes = kept.nodes  # the same node objects: one list, so ``Seen.same`` needs no walk over them
-        kept = session.kept[ROOMS] = _Rooms(session, nodes, session.candidates.tick, {})
+            # The same node objects: one list, so ``Seen.same_job`` needs no walk over them.
+            nodes, positions = kept.nodes, kept.positions
+        else:
+            positions = {node.name: n for n, node in enumerate(infos)}
+        kept = session.kept[ROOMS] = _Rooms(session, nodes, positions, session.candidates.tick, {})
     elif kept.tick != session.candidates.tick:
         kept.tick, kept.rooms = session.candidates.tick, {}
     return kept
 
 
+def _room(session: Session, kept: _Rooms, names: tuple[str, ...]) -> tuple[int, ...]:
+    room = kept.rooms.get(names)
+    if room is None:
+        nodes = session.snapshot.node_list()
+        room = kept.rooms[names] = tuple(node.idle.get(name, 0) for node in nodes for name in names)
+    return room
+
+
+def _same_room(session: Session, last: Seen, kept: _Rooms) -> bool:
+    """Whether the nodes have the free room ``last`` saw. On the same node list and candidates,
+    only the nodes they say changed since then are read; the room ``last`` holds is then the
+    room now, known at the candidates' tick."""
+    candidates = session.candidates
+    changed = candidates.changed_since(last.tick) if last.source is candidates and last.nodes is kept.nodes else None
+    if changed is None:
+        if _room(session, kept, last.names) != last.room:
+            return False
+    elif changed:
+        names, room, width, nodes = last.names, last.room, len(last.names), session.snapshot.nodes
+        for name in set(changed):
+            start, idle = kept.positions[name] * width, nodes[name].idle
+            if any(idle.get(resource, 0) != room[start + k] for k, resource in enumerate(names)):
+                return False
+    last.source, last.tick = candidates, candidates.tick
+    return True
+
+
 def tried(session: Session, job: JobInfo) -> bool:
-    """Whether a failed attempt for ``job`` is kept (only then is it worth a ``look``)."""
+    """Whether a failed attempt for ``job`` is kept (only then is it worth a ``repeat``)."""
     return job.key in _memo(session)
 
 
@@ -127,19 +165,22 @@ def look(session: Session, job: JobInfo) -> Seen:
     leaves the nodes and the job as it found them, so a look after it sees what it saw."""
     names = tuple(sorted({name for t in job.pending() for name in t.request}))
     kept = _kept(session)
-    room = kept.rooms.get(names)
-    if room is None:
-        nodes = session.snapshot.node_list()
-        room = kept.rooms[names] = tuple(node.idle.get(name, 0) for node in nodes for name in names)
-    return Seen(job.group, job.phase.value, [(t.pod, t.status) for t in job.tasks], kept.nodes, room, [], {}, None)
+    tasks = [(t.pod, t.status) for t in job.tasks]
+    room = _room(session, kept, names)
+    return Seen(job.group, job.phase.value, tasks, kept.nodes, names, room, session.candidates, session.candidates.tick)
 
 
-def repeat(session: Session, job: JobInfo, seen: Seen) -> bool:
-    """If the last failed attempt for ``job`` saw what ``seen`` sees, record its findings again
-    and say so; otherwise forget it."""
+def repeat(session: Session, job: JobInfo) -> bool:
+    """If the last failed attempt for ``job`` saw what an attempt would see now, record its
+    findings again and say so; otherwise forget it."""
     memo = _memo(session)
     last = memo.get(job.key)
-    if last is None or not last.same(seen):
+    kept = _kept(session)
+    if (
+        last is None
+        or not last.same_job(job.group, job.phase.value, [(t.pod, t.status) for t in job.tasks], kept.nodes)
+        or not _same_room(session, last, kept)
+    ):
         memo.pop(job.key, None)
         return False
     found = session.found

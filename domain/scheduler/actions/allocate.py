@@ -68,7 +68,7 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     lent = held_room.lend(session, job, holds)
     # A plain gang that failed last time and sees the same nodes with the same room fails alike.
     keep = not lent and retry.can_keep(session, job)
-    if keep and retry.tried(session, job) and retry.repeat(session, job, retry.look(session, job)):
+    if keep and retry.tried(session, job) and retry.repeat(session, job):
         return False
     verdicts = len(session.found.verdicts.get(job.key, []))
     fits = dict(session.found.fits.get(job.key, {}))
