@@ -80,11 +80,10 @@ class _Cluster:
     free: list[ResourceList]
     _allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[int]] = field(default_factory=dict)
     head: _Tally | None = None  # the queue head's tally on ``free``, kept as its rooms change
-    # Per node affinity and request: (releases so far, the first position in the allowed nodes
-    # that may still have room for one task). Room in ``free`` only shrinks between releases, so
-    # no node before that position can take the request until the next release.
-    _cursors: dict[tuple[object, ...], tuple[int, int]] = field(default_factory=dict)
-    _releases: int = 0
+    # Per node affinity and request: the first node (by index) that may still have room for one
+    # task. Room in ``free`` only shrinks until a release, and a release lowers each start to the
+    # first node it gave room back on, so no node before a start can take its request.
+    _starts: dict[tuple[object, ...], int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, nodes: tuple[Node, ...]) -> _Cluster:
@@ -113,10 +112,8 @@ class _Cluster:
         as fit on the first node with room, then goes on to the next: one pass over the nodes."""
         free = self.free if free is None else free
         allowed = self.allowed(job)
-        cursor = (_affinity(job), *request.items()) if free is self.free else None
-        start = 0
-        if cursor is not None and (kept := self._cursors.get(cursor)) is not None and kept[0] == self._releases:
-            start = kept[1]
+        key = (_affinity(job), *request.items()) if free is self.free else None
+        start = 0 if key is None else bisect.bisect_left(allowed, self._starts.get(key, 0))
         wanted = job.tasks
         takes: list[tuple[int, int]] = []  # (position in allowed, tasks placed on that node)
         for position in range(start, len(allowed)) if wanted else ():
@@ -127,10 +124,8 @@ class _Cluster:
                 wanted -= take
                 if not wanted:
                     break
-        if cursor is not None and takes:  # nodes before the last one taken from are now full for it
-            self._cursors[cursor] = (self._releases, takes[0 if wanted else -1][0])
-        elif cursor is not None and wanted:
-            self._cursors[cursor] = (self._releases, len(allowed))
+        if key is not None and job.tasks:  # nodes before the last one taken from are now full for it
+            self._starts[key] = allowed[takes[0 if wanted else -1][0]] if takes else len(self.free)
         if wanted:
             return None
         placement: Placement = []
@@ -146,21 +141,13 @@ class _Cluster:
         rooms = self.free if free is None else free
         for index in placement:
             add(rooms[index], request)
-        if rooms is self.free:
-            self._releases += 1
+        if rooms is self.free and placement:
+            low = min(placement)
+            for key, start in self._starts.items():
+                if start > low:
+                    self._starts[key] = low
             if self.head is not None:
                 self.head.update(rooms, placement)
-
-    def undo(self, job: Job, placement: Placement, request: ResourceList) -> None:
-        """Give back what ``place`` just took for ``job`` on the room now, nothing else having
-        changed it since: the rooms are as they were before, where every kept start was right,
-        and the job's own start is where its first task went."""
-        releases = self._releases
-        self.release(placement, request)
-        self._releases = releases
-        if placement:
-            start = bisect.bisect_left(self.allowed(job), placement[0])
-            self._cursors[(_affinity(job), *request.items())] = (releases, start)
 
     def head_tally(self, job: Job, request: ResourceList) -> _Tally:
         """The tally of ``job`` (the queue's head, which did not fit) on the room now, kept from
@@ -180,6 +167,7 @@ class _Running:
     job: Job
     placement: Placement
     start: float
+    planned: tuple[float, int, str] | None  # its entry in ``_Baseline.planned``
 
 
 def _planned(job: Job) -> float | None:
@@ -198,6 +186,9 @@ class _Baseline:
     by_queue: dict[str, ResourceList] = field(default_factory=dict)
     events: list[tuple[float, int, int, str]] = field(default_factory=list)  # (time, kind, order, job id)
     order: itertools.count[int] = field(default_factory=itertools.count)
+    # (planned end, start order, job id) of the running jobs with a planned runtime, sorted: the
+    # order in which EASY expects them to give their nodes back (equal ends in start order).
+    planned: list[tuple[float, int, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.cluster = _Cluster.of(self.nodes)
@@ -214,7 +205,11 @@ class _Baseline:
 
     def start(self, job: Job, placement: Placement, now: float) -> None:
         end = None if job.duration is None else now + job.duration
-        self.running[job.id] = _Running(end, job, placement, now)
+        runtime = _planned(job)
+        planned = None if runtime is None else (now + runtime, next(self.order), job.id)
+        if planned is not None:
+            bisect.insort(self.planned, planned)
+        self.running[job.id] = _Running(end, job, placement, now, planned)
         self.outcome.jobs[job.id].start = now
         add(self.allocated, self._usage(job, 1))
         add(self.by_queue.setdefault(job.queue, {}), self._usage(job, 1))
@@ -223,6 +218,8 @@ class _Baseline:
 
     def finish(self, job_id: str, now: float) -> None:
         done = self.running.pop(job_id)
+        if done.planned is not None:
+            del self.planned[bisect.bisect_left(self.planned, done.planned)]
         self.cluster.release(done.placement, self.requests[job_id])
         add(self.allocated, self._usage(done.job, -1))
         add(self.by_queue[done.job.queue], self._usage(done.job, -1))
@@ -236,13 +233,11 @@ class _Baseline:
         hold that many copies of its request in all: that count is kept as the running jobs'
         ends give their nodes back, one job at a time in end order."""
         free = [dict(room) for room in self.cluster.free]
-        running = self.running.values()
-        ends = [(run.start + runtime, run) for run in running if (runtime := _planned(run.job)) is not None]
-        ends.sort(key=lambda pair: pair[0])
         current = self.cluster.head_tally(head, self.requests[head.id])
         tally = _Tally(head.id, current.request, dict(current.copies), current.total)
-        for end, run in ends:
-            self.cluster.release(run.placement, self.requests[run.job.id], free)
+        for end, _, job_id in self.planned:
+            run = self.running[job_id]
+            self.cluster.release(run.placement, self.requests[job_id], free)
             tally.update(free, run.placement)
             if tally.total >= head.tasks:
                 return max(end, now), free
@@ -313,7 +308,7 @@ class _Baseline:
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     self.cluster.release(placement, request, later)
                     later_head.update(later, placement)
-                    self.cluster.undo(job, placement, request)
+                    self.cluster.release(placement, request)
                     continue
             self.waiting.remove(job)
             self.start(job, placement, now)
