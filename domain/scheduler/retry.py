@@ -110,6 +110,9 @@ class _Rooms:
     positions: dict[str, int]  # node name -> its place in ``nodes``
     tick: int  # the candidates' tick when the rooms were read
     rooms: dict[tuple[str, ...], tuple[int, ...]]
+    # per set of resource names, the room last read: the candidates and their tick then, and the
+    # values, brought up to date from the nodes the candidates changed since (kept with ``nodes``)
+    known: dict[tuple[str, ...], tuple[Candidates, int, list[int]]]
 
 
 def _kept(session: Session) -> _Rooms:
@@ -119,20 +122,33 @@ def _kept(session: Session) -> _Rooms:
         nodes = [node.node for node in infos]
         if isinstance(kept, _Rooms) and len(kept.nodes) == len(nodes) and all(map(operator.is_, kept.nodes, nodes)):
             # The same node objects: one list, so ``Seen.same_job`` needs no walk over them.
-            nodes, positions = kept.nodes, kept.positions
+            nodes, positions, known = kept.nodes, kept.positions, kept.known
         else:
-            positions = {node.name: n for n, node in enumerate(infos)}
-        kept = session.kept[ROOMS] = _Rooms(session, nodes, positions, session.candidates.tick, {})
+            positions, known = {node.name: n for n, node in enumerate(infos)}, {}
+        kept = session.kept[ROOMS] = _Rooms(session, nodes, positions, session.candidates.tick, {}, known)
     elif kept.tick != session.candidates.tick:
         kept.tick, kept.rooms = session.candidates.tick, {}
     return kept
 
 
 def _room(session: Session, kept: _Rooms, names: tuple[str, ...]) -> tuple[int, ...]:
+    """Every node's free room in ``names``, in node order: read again only on the nodes changed
+    since it was last read, when the candidates say which."""
     room = kept.rooms.get(names)
     if room is None:
-        nodes = session.snapshot.node_list()
-        room = kept.rooms[names] = tuple(node.idle.get(name, 0) for node in nodes for name in names)
+        candidates = session.candidates
+        last = kept.known.get(names)
+        changed = None if last is None or last[0] is not candidates else candidates.changed_since(last[1])
+        if last is None or changed is None or len(changed) > len(kept.positions):
+            values = [node.idle.get(name, 0) for node in session.snapshot.node_list() for name in names]
+        else:
+            values, width, nodes = last[2], len(names), session.snapshot.nodes
+            for node in set(changed):
+                start, idle = kept.positions[node] * width, nodes[node].idle
+                for k, name in enumerate(names):
+                    values[start + k] = idle.get(name, 0)
+        kept.known[names] = (candidates, candidates.tick, values)
+        room = kept.rooms[names] = tuple(values)
     return room
 
 
