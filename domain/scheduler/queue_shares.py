@@ -20,6 +20,16 @@ def over(amount: Mapping[str, int], limit: Mapping[str, int], dims: set[str] | N
     return sorted(n for n in names if n in limit and amount[n] > limit[n])
 
 
+def over_after(used: Mapping[str, int], request: Mapping[str, int], limit: Mapping[str, int]) -> list[str]:
+    """``over(used + request, limit, dims)`` for the resources ``request`` asks for (``requested``),
+    without adding the two up."""
+    return sorted(
+        n
+        for n, amount in request.items()
+        if amount > 0 and n != quantity.PODS and n in limit and used.get(n, 0) + amount > limit[n]
+    )
+
+
 def lower(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
     """Per-resource minimum of two limits, where a missing resource is unlimited."""
     out = dict(a)

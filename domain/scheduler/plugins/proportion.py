@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
 from domain.scheduler.extension_points import Vote
@@ -15,11 +14,10 @@ from domain.scheduler.infos import ROOT, JobInfo, QueueInfo, TaskInfo
 from domain.scheduler.queue_shares import (
     Ledger,
     describe,
-    over,
+    over_after,
     priority,
     real_capabilities,
     reclaimable_beyond_deserved,
-    requested,
     requests,
     water_fill,
 )
@@ -59,8 +57,7 @@ def build(options: Mapping[str, object]) -> Plugin:
             limit = limits.get(queue.name)
             if not limit:
                 return None
-            future = quantity.sum_lists([ledger.used[queue.name], task.request])
-            short = over(future, limit, requested(task))
+            short = over_after(ledger.used[queue.name], task.request, limit)
             if not short:
                 return None
             return Verdict(
