@@ -38,7 +38,10 @@ _ARRIVE, _FINISH = 1, 0  # at equal times, finishes free their room before arriv
 
 
 def _fits(free: ResourceList, request: ResourceList) -> bool:
-    return all(free.get(name, 0) >= amount for name, amount in request.items())
+    for name, amount in request.items():  # noqa: SIM110 (all() over a generator is twice as slow here)
+        if free.get(name, 0) < amount:
+            return False
+    return True
 
 
 def _affinity(job: Job) -> tuple[tuple[str, tuple[str, ...]], ...]:
