@@ -94,6 +94,8 @@ def _quota_covers(session: Session, job: JobInfo) -> bool:
     if ExtensionPoint.ALLOCATABLE not in session.points:
         return True
     first = pending[0]
+    if len(pending) == 1:  # the whole is the task (the callbacks read its request, priority and role)
+        return session.allocatable(queue, first) is None
     whole = TaskInfo(first.key, first.pod, job.key, quantity.sum_lists(t.request for t in pending), first.status)
     whole.priority, whole.role = first.priority, first.role
     return session.allocatable(queue, whole) is None
