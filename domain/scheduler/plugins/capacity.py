@@ -22,10 +22,10 @@ from domain.scheduler.queue_shares import (
     Ledger,
     describe,
     lower,
+    over_after,
     priority,
     real_capabilities,
     reclaimable_beyond_deserved,
-    requested,
     requests,
     water_fill,
 )
@@ -125,11 +125,8 @@ class _Capacity:
         return priority(queue), *(v for name in path for v in self.share(name)), *(0.0, 0.0) * (self.depth - len(path))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Verdict | None:
-        request = task.request
-        dims = requested(task)
         for name, limit in self.chains.get(queue.name, []):
-            used = self.ledger.used[name]
-            short = sorted(n for n in dims if n in limit and used.get(n, 0) + request[n] > limit[n])
+            short = over_after(self.ledger.used[name], task.request, limit)
             if short:
                 message = f"queue {name} would exceed its capability: {describe(short)}"
                 return Verdict(Reason.QUEUE_OVER_QUOTA, message, NAME)

@@ -1,4 +1,4 @@
-"""domain.scheduler.queue_shares: ``over_after`` (proportion's quota check on a task) says what
+"""domain.scheduler.queue_shares: ``over_after`` (the quota check of proportion and capacity on a task) says what
 ``over`` says of the sum it no longer builds."""
 
 from __future__ import annotations
