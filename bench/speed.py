@@ -348,6 +348,9 @@ def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
         copied = time.perf_counter() - started
         for table in tables:
             conn.execute(f"DROP TABLE copy_{table}")
+        # Leave the database empty: the worker rows run on it next, and must find no events there.
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
     return rows / written, rows / copied, rows
 
 
