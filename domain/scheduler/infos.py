@@ -53,10 +53,23 @@ class TaskInfo:
     priority: int = 0
     role: str = ""  # Volcano Job task name, for minTaskMember
     best_effort: bool = field(init=False)  # no requests beyond the pod slot itself: only backfill places these
-    shape: tuple[object, ...] | None = field(default=None, init=False)  # ``placement.shape``, once known
+    _shape: tuple[object, ...] | None = field(default=None, init=False)  # ``shape()``, once made
 
     def __post_init__(self) -> None:
         self.best_effort = not any(amount for name, amount in self.request.items() if name != quantity.PODS)
+
+    def shape(self) -> tuple[object, ...]:
+        """What predicates look at: requests, selector, affinity, tolerations (made once per task:
+        a task's pod and request never change). Past the request, what its node checks look at."""
+        if self._shape is None:
+            spec = self.pod.spec
+            self._shape = (
+                tuple(sorted(self.request.items())),
+                tuple(sorted(spec.node_selector.items())),
+                repr(spec.affinity),
+                repr(spec.tolerations),
+            )
+        return self._shape
 
 
 @dataclass(slots=True, eq=False)

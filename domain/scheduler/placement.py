@@ -40,7 +40,7 @@ def best_node(
     job = session.snapshot.jobs[task.job]
     # Soft topology scores depend on where the job's members already are: rank those per job.
     own = job.key if job.topology is not None and session.snapshot.hyper_domains else ""
-    return session.candidates.best((_shape(task), where, own), task, nodes)
+    return session.candidates.best((task.shape(), where, own), task, nodes)
 
 
 def place(
@@ -63,7 +63,7 @@ def place(
             attempt.refused = refused
             break
         # Free resources only shrink during an attempt: a twin of a task that found no node finds none either.
-        shape = _shape(task)
+        shape = task.shape()
         summary = hopeless.get(shape)
         node = None
         if summary is None:
@@ -75,20 +75,6 @@ def place(
         if enough is not None and enough(attempt.statement.placed()):
             break
     return attempt
-
-
-def _shape(task: TaskInfo) -> tuple[object, ...]:
-    """What predicates look at: requests, selector, affinity, tolerations (made once per task:
-    a task's pod and request never change)."""
-    if task.shape is None:
-        spec = task.pod.spec
-        task.shape = (
-            tuple(sorted(task.request.items())),
-            tuple(sorted(spec.node_selector.items())),
-            repr(spec.affinity),
-            repr(spec.tolerations),
-        )
-    return task.shape
 
 
 def _leftover(session: Session, where: str) -> float:

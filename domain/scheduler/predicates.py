@@ -76,6 +76,12 @@ def fit_failures(
 ) -> list[str]:
     """Why ``pod`` cannot run on ``node`` with ``free`` resources left; empty when it fits.
     ``node_affinity`` and ``taints`` off skip those checks (the predicates plugin's switches)."""
+    return node_failures(pod, node, node_affinity=node_affinity, taints=taints) or room_failures(request, free)
+
+
+def node_failures(pod: Pod, node: Node, *, node_affinity: bool = True, taints: bool = True) -> list[str]:
+    """The checks of ``fit_failures`` that read the node object alone, not its free room: the
+    same pod spec and the same node object always give the same answer."""
     if node.spec.unschedulable:
         return [UNSCHEDULABLE]
     if node.status.conditions and not node.is_ready():
@@ -86,6 +92,11 @@ def fit_failures(
         return [SELECTOR_MISMATCH]
     if taints and node.spec.taints and not tolerates_taints(pod, node):
         return [UNTOLERATED_TAINT]
+    return []
+
+
+def room_failures(request: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
+    """The resources ``request`` asks for beyond ``free``, as ``fit_failures`` words them."""
     for name, amount in request.items():
         if amount > 0 and amount > free.get(name, 0):
             return [f"Insufficient {name}" for name in shortfall(request, free)]

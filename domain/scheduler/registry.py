@@ -71,12 +71,12 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCa
     """A session whose plugins, tier by tier, have registered their callbacks. With node-local
     plugins only it carries on the node rankings of the last cycle, kept in ``cache``."""
     session = Session(snapshot, config)
+    session.kept = cache.kept
     for tier, plugins in enumerate(config.tiers):
         session.tier = tier
         for plugin in plugins:
             session.switches = plugin.options
             PLUGINS[plugin.name](plugin.options).on_open(session)
-    session.kept = cache.kept
     session.node_local = session.ranks_by(NODE_LOCAL)
     previous, cache.rankings = cache.rankings, None
     if session.node_local:

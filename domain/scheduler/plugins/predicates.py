@@ -1,29 +1,53 @@
 """predicates: a task may run on a node only if the node is schedulable and ready, matches
 the pod's selector and required affinity, has no untolerated taint, and has the resources.
 The arguments ``predicate.NodeAffinityEnable`` and ``predicate.TaintTolerationEnable`` (default
-true, as upstream) switch the selector/affinity and the taint checks off."""
+true, as upstream) switch the selector/affinity and the taint checks off.
+
+The checks of the node object (all but the resources) give the same answer for the same node
+object and the same selector, affinity and tolerations, so their answers are kept between
+sessions, per node, until the node object changes: a node whose free room changed is checked
+again on its room alone."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from domain.objects.core import Node
 from domain.scheduler.infos import TaskInfo
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import switch
-from domain.scheduler.predicates import fit_failures
+from domain.scheduler.predicates import node_failures, room_failures
 from domain.scheduler.session import Plugin, Session
 
 NAME = "predicates"
+
+# node name -> (the node object checked, the answers per task shape past its request)
+Answers = dict[str, tuple[Node, dict[tuple[object, ...], list[str]]]]
 
 
 def build(options: Mapping[str, object]) -> Plugin:
     node_affinity = switch(options, "predicate.NodeAffinityEnable")
     taints = switch(options, "predicate.TaintTolerationEnable")
-
-    def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
-        return fit_failures(task.pod, task.request, node.node, node.idle, node_affinity=node_affinity, taints=taints)
+    kept_as = f"{NAME}:{node_affinity}:{taints}"
 
     def on_open(session: Session) -> None:
+        answers = session.kept.get(kept_as)
+        if not isinstance(answers, dict):
+            answers = session.kept[kept_as] = {}
+        known: Answers = answers
+
+        def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
+            entry = known.get(node.name)
+            if entry is None or entry[0] is not node.node:
+                entry = known[node.name] = (node.node, {})
+            key = task.shape()[1:]
+            failures = entry[1].get(key)
+            if failures is None:
+                failures = entry[1][key] = node_failures(
+                    task.pod, node.node, node_affinity=node_affinity, taints=taints
+                )
+            return failures or room_failures(task.request, node.idle)
+
         session.add_predicate(NAME, predicate)
 
     return Plugin(NAME, on_open)

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from domain.objects.core import Node, Pod
+from domain.objects.meta import ObjectKey
 from domain.reasons import FitSummary, gang_unschedulable
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.infos import TaskInfo, TaskStatus
+from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.plugins import predicates as predicates_plugin
 from domain.scheduler.predicates import (
     NOT_READY,
     SELECTOR_MISMATCH,
@@ -16,6 +21,8 @@ from domain.scheduler.predicates import (
     UNTOLERATED_TAINT,
     fit_failures,
 )
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import Snapshot
 from tests import builders as b
 
 Wire = dict[str, Any]
@@ -359,3 +366,26 @@ def test_gang_message_counts_tasks_then_gives_the_first_failed_tasks_node_summar
         "Origin reason is w-1: 0/4 nodes are unavailable: "
         "3 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint."
     )
+
+
+def test_the_predicates_plugin_answers_as_fit_failures_with_its_answers_kept() -> None:
+    """The plugin keeps the answers of the node object's checks between sessions: every pod of
+    the cases on every node of the cases (one name, many node objects, each with room taken
+    away), asked in turn over two sessions, gets what ``fit_failures`` says."""
+    kept: dict[str, object] = {}
+    pods = [b.typed(case.pod) for case in FIT_CASES]
+    nodes = [b.typed(case.node) for case in FIT_CASES]
+    for _ in range(2):
+        session = Session(Snapshot({}, {}, {}, [], [], {}), SchedulerConfig())
+        session.kept = kept
+        predicates_plugin.build({}).on_open(session)
+        for node in nodes:
+            assert isinstance(node, Node)
+            for used in ({}, {"cpu": 3500}):
+                free = {name: amount - used.get(name, 0) for name, amount in node.allocatable().items()}
+                info = NodeInfo("n-1", node, node.allocatable(), free, dict(node.metadata.labels))
+                for pod in pods:
+                    assert isinstance(pod, Pod)
+                    task = TaskInfo(ObjectKey("ns/p"), pod, ObjectKey("ns/p"), pod.spec.requests(), TaskStatus.PENDING)
+                    assert session.predicate(task, info) == fit_failures(pod, task.request, node, free)
+    assert len(kept) == 1
