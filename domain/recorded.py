@@ -127,10 +127,12 @@ class Recording:
     def _pod_group_status(self, d: PodGroupStatus) -> bool:
         status = self._status(d.target)
         fact = pod_group.DECIDED[pod_group.PodGroupPhase(d.phase)]
+        before = status.phase if status is not None else None
         if status is None or not self._step(status, fact, d.seq):
             return False
         status.reported = (d.phase, tuple(c.as_tuple() for c in d.conditions))
-        self._note_change("PodGroup", ObjectKey(d.target.key))
+        if status.phase != before:  # the scheduler's jobs read the phase, not the conditions
+            self._note_change("PodGroup", ObjectKey(d.target.key))
         return True
 
     def _pod_status(self, d: PodStatus) -> bool:

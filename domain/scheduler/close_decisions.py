@@ -95,7 +95,7 @@ def _looked_at(session: Session) -> list[ObjectKey]:
     did not change it), no action said anything of it, and what was written then is what
     ``_view`` gives again."""
     snapshot, found = session.snapshot, session.found
-    keys = snapshot.unsettled | snapshot.spoiled | found.verdicts.keys()
+    keys = snapshot.unsettled | snapshot.spoiled | snapshot.restored | found.verdicts.keys()
     return sorted(k for k in keys if k in snapshot.jobs and snapshot.jobs[k].group is not None)
 
 

@@ -102,6 +102,7 @@ class JobTable:
     held: dict[str, ResourceList] = field(default_factory=dict)  # queue -> its jobs' holding tasks' requests
     asked: dict[str, ResourceList] = field(default_factory=dict)  # queue -> their pending and pipelined ones'
     spoiled: set[ObjectKey] = field(default_factory=set)  # jobs the last session changed
+    restored: set[ObjectKey] = field(default_factory=set)  # jobs the last session changed and put back
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs
@@ -258,6 +259,9 @@ def renew(
     live = state.objects.get("Pod", {})
     dirty = groups | table.owned | table.spoiled
     table.spoiled.clear()
+    # A job put back as it was needs no new build; close looks at it again, as at a new one.
+    table.unsettled.update(k for k in table.restored if k in table.templates and table.templates[k].group)
+    table.restored.clear()
     for pod_key in pods:
         old = table.pod_jobs.pop(pod_key, None)
         if old is not None:

@@ -49,6 +49,9 @@ class Snapshot:
     unborn: list[JobInfo] = field(default_factory=list)
     dropped: list[JobInfo] = field(default_factory=list)  # jobs the queue rules took out of the snapshot
     spoiled: set[ObjectKey] = field(default_factory=set)  # jobs this session changed (see ``JobTable``)
+    restored: set[ObjectKey] = field(default_factory=set)  # jobs placed tentatively and restored exactly
+    # job -> its placements neither committed nor discarded yet, and its ``allocated`` before the first
+    _open: dict[ObjectKey, tuple[int, ResourceList]] = field(default_factory=dict)
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
@@ -68,6 +71,27 @@ class Snapshot:
     def spoil(self, key: ObjectKey) -> None:
         """The job ``key`` (or one of its tasks) is about to change: the next snapshot builds it again."""
         self.spoiled.add(key)
+
+    def opened(self, job: JobInfo) -> None:
+        """A pending task of ``job`` is placed tentatively (its statement is still open)."""
+        count, before = self._open.get(job.key, (0, job.allocated))
+        self._open[job.key] = (count + 1, dict(before) if count == 0 else before)
+
+    def closed(self, job: JobInfo, *, committed: bool) -> None:
+        """A tentative placement of ``job`` is committed (the next snapshot builds the job again)
+        or discarded. When its last open one is discarded and nothing else changed the job, the
+        job is as it was before them, once its ``allocated`` is too (adding and taking back a
+        request leaves zero amounts behind): the next snapshot keeps it, and only close looks at
+        it again, as it looks at a job built again."""
+        count, before = self._open.pop(job.key)
+        if committed:
+            self.spoil(job.key)
+        if count > 1:
+            self._open[job.key] = (count - 1, before)
+        elif job.key not in self.spoiled:
+            job.allocated.clear()
+            job.allocated.update(before)
+            self.restored.add(job.key)
 
     def ancestors(self, name: str) -> list[QueueInfo]:
         """The queue itself, then its parents up to root; a cycle or a missing parent stops the walk."""
@@ -148,6 +172,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     snapshot.reserving = sorted(jobs.reserving, key=jobs.first.__getitem__)
     snapshot.unborn = job_table.unborn(state, facts, jobs, config.ib_cluster_label) if jobs.childless else []
     snapshot.spoiled, snapshot.unsettled, snapshot.rejected = jobs.spoiled, jobs.unsettled, jobs.rejected
+    snapshot.restored = jobs.restored
     snapshot.queued = jobs.queued
     snapshot.now = seconds(state.clock)
     _hold_pipelined(snapshot, job_table.pipelined(jobs))

@@ -34,6 +34,11 @@ class Statement:
     _held: list[ResourceList] = field(default_factory=list)  # what each Hold took, in order
 
     def allocate(self, task: TaskInfo, node: str) -> None:
+        snapshot = self.session.snapshot
+        if task.status is TaskStatus.PENDING and not task.node:
+            snapshot.opened(snapshot.jobs[task.job])  # a discard puts the job back as it was
+        else:
+            snapshot.spoil(task.job)
         self._place(task, node, +1)
         self.operations.append((Operation.ALLOCATE, task, node))
 
@@ -68,10 +73,11 @@ class Statement:
         return sum(1 for op, _, _ in self.operations if op is Operation.ALLOCATE)
 
     def commit(self) -> None:
-        found = self.session.found
+        found, snapshot = self.session.found, self.session.snapshot
         for op, task, detail in self.operations:
             if op is Operation.ALLOCATE:
                 found.binds.append(task)
+                snapshot.closed(snapshot.jobs[task.job], committed=True)
             elif op is Operation.EVICT:
                 found.evictions.append((task, detail))
             elif op is Operation.HOLD:
@@ -81,9 +87,11 @@ class Statement:
         self.operations = []
 
     def discard(self) -> None:
+        snapshot = self.session.snapshot
         for op, task, node in reversed(self.operations):
             if op is Operation.ALLOCATE:
                 self._place(task, "", -1)
+                snapshot.closed(snapshot.jobs[task.job], committed=False)
             elif op is Operation.EVICT:
                 task.status = self._prior.pop(id(task))
                 self._account(task, +1)
@@ -98,9 +106,11 @@ class Statement:
         self.operations = []
 
     def _place(self, task: TaskInfo, node: str, sign: int) -> None:
-        self._hold(task, node or task.node, sign)
+        """Place (+1) or take back (-1) an allocation; ``allocate``, ``commit`` and ``discard``
+        tell the snapshot whether the job changed."""
+        self._take(node or task.node, task.request, sign)
         task.status, task.node = (TaskStatus.ALLOCATED, node) if sign > 0 else (TaskStatus.PENDING, "")
-        self._account(task, sign)
+        self._charge(task, sign)
 
     def _hold(self, task: TaskInfo, node: str, sign: int) -> None:
         """The task takes (+1) or gives back (-1) its request on ``node`` and in its domains."""
@@ -119,8 +129,12 @@ class Statement:
         self.session.candidates.changed(info)
 
     def _account(self, task: TaskInfo, sign: int) -> None:
+        self.session.snapshot.spoil(task.job)
+        self._charge(task, sign)
+
+    def _charge(self, task: TaskInfo, sign: int) -> None:
+        """The task's job and queue count (+1) or stop counting (-1) its request."""
         snapshot = self.session.snapshot
-        snapshot.spoil(task.job)
         delta = {k: sign * v for k, v in task.request.items()}
         job = snapshot.jobs[task.job]
         quantity.add(job.allocated, delta)

@@ -30,7 +30,7 @@ def _view(state: ClusterState, config: SchedulerConfig, cache: ClusterCache) -> 
     return nodes + [
         (
             job.key, id(job.group), job.queue, job.min_member, job.min_task_member, job.min_resources, job.created,
-            job.phase, job.allocated, job.topology, job.terminating, job.priority, job.min_sub_groups,
+            job.phase, list(job.allocated.items()), job.topology, job.terminating, job.priority, job.min_sub_groups,
             [(s.name, [t.key for t in s.tasks]) for s in job.subgroups],
             [(t.key, id(t.pod), t.job, t.request, t.status, t.node, t.priority, t.role) for t in job.tasks],
         )
