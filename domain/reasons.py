@@ -88,7 +88,8 @@ def gang_unschedulable(unready: int, tasks: int, failed: list[tuple[str, FitSumm
     that found no node (its most frequent node-level reason, most common first), then the node
     summary of the first of them, as upstream's "Origin reason" ("3/4 tasks in gang
     unschedulable: 3 Insufficient nvidia.com/gpu. Origin reason is w-1: 0/4 nodes are ...")."""
-    counts = Counter(summary.top() for _, summary in failed)
+    tops: dict[int, str] = {}  # id(summary) -> its top reason: twins of a task share one summary
+    counts = Counter(tops.get(id(s)) or tops.setdefault(id(s), s.top()) for _, s in failed)
     words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
     message = f"{unready}/{tasks} tasks in gang unschedulable: {words}"
     if failed:

@@ -98,6 +98,8 @@ class JobInfo:
     priority: int = 0
     subgroups: list[SubGroup] = field(default_factory=list)  # sub-gangs (subGroupPolicy), by name
     min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy -> sub-gangs needed ready
+    # its pending tasks as one (``retry``), with the tasks it was made of: kept while they are the same
+    whole: tuple[list[TaskInfo], TaskInfo] | None = field(default=None, init=False)
 
     def pending(self) -> list[TaskInfo]:
         return [t for t in self.tasks if t.status is TaskStatus.PENDING]

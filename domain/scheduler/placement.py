@@ -51,14 +51,17 @@ def place(
     where: str = "",
     *,
     enough: Callable[[int], bool] | None = None,
+    covered: bool = False,
 ) -> Attempt:
     """Place as many of ``tasks`` as fit, in task order, in a new statement (not committed);
-    with ``enough``, stop as soon as it holds for the number placed so far."""
+    with ``enough``, stop as soon as it holds for the number placed so far. ``covered``: the
+    queue was found to take all of ``tasks`` at once, so it takes each on top of those before
+    it (quota checks are monotone), and no task is asked about again."""
     attempt = Attempt(Statement(session), len(tasks))
     queue = session.snapshot.queues[job.queue]
     hopeless: dict[tuple[object, ...], FitSummary] = {}
     for task in sorted(tasks, key=session.task_key) if len(tasks) > 1 else tasks:
-        refused = session.allocatable(queue, task)
+        refused = None if covered else session.allocatable(queue, task)
         if refused is not None:
             attempt.refused = refused
             break

@@ -96,8 +96,13 @@ def _quota_covers(session: Session, job: JobInfo) -> bool:
     first = pending[0]
     if len(pending) == 1:  # the whole is the task (the callbacks read its request, priority and role)
         return session.allocatable(queue, first) is None
-    whole = TaskInfo(first.key, first.pod, job.key, quantity.sum_lists(t.request for t in pending), first.status)
-    whole.priority, whole.role = first.priority, first.role
+    kept = job.whole
+    if kept is not None and len(kept[0]) == len(pending) and all(map(operator.is_, kept[0], pending)):
+        whole = kept[1]
+    else:
+        whole = TaskInfo(first.key, first.pod, job.key, quantity.sum_lists(t.request for t in pending), first.status)
+        whole.priority, whole.role = first.priority, first.role
+        job.whole = (pending, whole)
     return session.allocatable(queue, whole) is None
 
 

@@ -76,7 +76,7 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     held = Statement(session)
     for task in job.pipelined():
         held.unpipeline(task)
-    again = _place(session, job, held, failed, holds)
+    again = _place(session, job, held, failed, holds, covered=keep)
     held_room.hold_again(session, lent)
     if keep:
         retry.remember(session, job, verdicts, fits)
@@ -90,8 +90,16 @@ def _still_released(session: Session, nodes: set[str]) -> bool:
 
 
 def _place(
-    session: Session, job: JobInfo, held: Statement, failed: set[ObjectKey], holds: list[held_room.Held]
+    session: Session,
+    job: JobInfo,
+    held: Statement,
+    failed: set[ObjectKey],
+    holds: list[held_room.Held],
+    *,
+    covered: bool,
 ) -> bool:
+    """Place ``job``'s pending tasks; ``covered``: its queue can take all of them at once, so no
+    quota check can refuse one (``retry.can_keep``)."""
     attempt = None
     rest: list[TaskInfo] = []  # tasks of a plain job left to try once it is ready
     found = session.found
@@ -114,7 +122,7 @@ def _place(
         need = job.min_member - job.placed()
         attempt = placement.place(
             session, job, tasks, session.snapshot.node_list(),
-            enough=lambda placed: placed >= need and session.job_ready(job) is None,
+            enough=lambda placed: placed >= need and session.job_ready(job) is None, covered=covered,
         )  # fmt: skip
         failed.update(attempt.failed)
         rest = [t for t in tasks if t.status is TaskStatus.PENDING and t.key not in failed]

@@ -75,9 +75,9 @@ def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatc
     compared = []
     place = allocate._place
 
-    def checked(session: Session, job: JobInfo, *args: Any) -> bool:
+    def checked(session: Session, job: JobInfo, *args: Any, **kwargs: Any) -> bool:
         before = retry.look(session, job) if retry.can_keep(session, job) else None
-        again = place(session, job, *args)
+        again = place(session, job, *args, **kwargs)
         failed = job.placed() < job.min_member and any(t.status is TaskStatus.PENDING for t in job.tasks)
         if before is not None and failed:
             after = retry.look(session, job)
