@@ -69,9 +69,17 @@ other jobs or where they run): node rankings made with them stay right across cy
 
 def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCache) -> Session:
     """A session whose plugins, tier by tier, have registered their callbacks. With node-local
-    plugins only it carries on the node rankings of the last cycle, kept in ``cache``."""
+    plugins only it carries on the node rankings of the last cycle, kept in ``cache``. On an
+    idle snapshot (``Snapshot.idle``), a session without plugins."""
     session = Session(snapshot, config)
     session.kept = cache.kept
+    if snapshot.idle():
+        # Nothing to place: a session without plugins closes the same (close asks none of them);
+        # the kept rankings still learn which nodes changed.
+        if cache.rankings is not None:
+            kept = cache.rankings
+            cache.rankings = candidates.carry(kept, kept.predicate, kept.score, snapshot.nodes, snapshot.rebuilt)
+        return session
     for tier, plugins in enumerate(config.tiers):
         session.tier = tier
         for plugin in plugins:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from domain import quantity
 from domain.changes import Changes
+from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import Queue
@@ -67,6 +68,11 @@ class Snapshot:
     def waiting_jobs(self) -> list[JobInfo]:
         """The jobs with a pending or pipelined task at the start of the session, in job order."""
         return [job for key in self.waiting if (job := self.jobs.get(key)) is not None]
+
+    def idle(self) -> bool:
+        """Whether no job waits (none has a pending or pipelined task) and no PodGroup without
+        pods waits to be enqueued: then no action has anything to do, and none asks a plugin."""
+        return not self.waiting and all(job.phase is not PodGroupPhase.PENDING for job in self.unborn)
 
     def spoil(self, key: ObjectKey) -> None:
         """The job ``key`` (or one of its tasks) is about to change: the next snapshot builds it again."""

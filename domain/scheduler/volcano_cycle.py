@@ -22,8 +22,8 @@ def run(
     # 3. Open the session; each plugin registers its callbacks, tier by tier (node rankings
     #    carry over from the last cycle when they can, see ``candidates``).
     session = registry.open_session(view, config, cache)
-    # 4. Run the actions in the configured order.
-    for action in config.actions:
+    # 4. Run the actions in the configured order (none has anything to do on an idle snapshot).
+    for action in () if view.idle() else config.actions:
         registry.ACTIONS[action](session)
     # 5. Close: binds and evictions, then the statuses that changed (lone pods' too), in a fixed order.
     out.extend(close_decisions.placements(state, session, seq))
