@@ -71,13 +71,17 @@ class Candidates:
 
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
         failures = self.predicate(ranking.task, node)
-        before = ranking.reasons.pop(node.name, None)
-        if before:
-            ranking.counts.subtract(before)
+        before = ranking.reasons.get(node.name)
         if failures:
-            ranking.reasons[node.name] = failures
-            ranking.counts.update(failures)
+            if failures != before:  # most changes of room leave a node that did not fit as it was
+                if before:
+                    ranking.counts.subtract(before)
+                ranking.reasons[node.name] = failures
+                ranking.counts.update(failures)
             return
+        if before:
+            del ranking.reasons[node.name]
+            ranking.counts.subtract(before)
         entry = (-self.score(ranking.task, node), node.name, self.versions.get(node.name, 0))
         heapq.heappush(ranking.heap, entry)
 

@@ -83,7 +83,7 @@ def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decis
             state.record(RejectWithdrawn(ObjectRef.of(job.group)))
             snapshot.rejected.discard(key)
             continue
-        snapshot.dropped.append(snapshot.jobs.pop(key))
+        snapshot.drop(key)
         snapshot.rejected.add(key)
         reject = Reject.make(state.name, seq, ObjectRef.of(job.group), reason.value, message=message)
         if state.record(reject):

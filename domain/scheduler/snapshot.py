@@ -32,7 +32,7 @@ from domain.state import ClusterState
 class Snapshot:
     nodes: dict[str, NodeInfo]
     queues: dict[str, QueueInfo]
-    jobs: dict[ObjectKey, JobInfo]
+    jobs: dict[ObjectKey, JobInfo]  # the job table's own dict until a job is dropped: never change it otherwise
     ib_domains: list[Domain]
     hyper_domains: list[Domain]
     total: ResourceList
@@ -53,6 +53,7 @@ class Snapshot:
     restored: set[ObjectKey] = field(default_factory=set)  # jobs placed tentatively and restored exactly
     # job -> its placements neither committed nor discarded yet, and its ``allocated`` before the first
     _open: dict[ObjectKey, tuple[int, ResourceList]] = field(default_factory=dict)
+    _own_jobs: bool = False  # ``jobs`` is its own dict, not the job table's (see ``drop``)
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
@@ -73,6 +74,13 @@ class Snapshot:
         """Whether no job waits (none has a pending or pipelined task) and no PodGroup without
         pods waits to be enqueued: then no action has anything to do, and none asks a plugin."""
         return not self.waiting and all(job.phase is not PodGroupPhase.PENDING for job in self.unborn)
+
+    def drop(self, key: ObjectKey) -> None:
+        """Take the job ``key`` out of this snapshot (the queue rules). ``jobs`` starts as the
+        job table's own dict, shared; it is copied before the first job leaves it."""
+        if not self._own_jobs:
+            self.jobs, self._own_jobs = dict(self.jobs), True
+        self.dropped.append(self.jobs.pop(key))
 
     def spoil(self, key: ObjectKey) -> None:
         """The job ``key`` (or one of its tasks) is about to change: the next snapshot builds it again."""
@@ -169,7 +177,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     for name, queue in queues.items():
         queue.allocated = dict(jobs.held.get(name, {}))
         queue.asked = dict(jobs.asked.get(name, {}))
-    snapshot = Snapshot(nodes, queues, dict(jobs.templates), table.ib, table.hyper, dict(table.total))
+    snapshot = Snapshot(nodes, queues, jobs.templates, table.ib, table.hyper, dict(table.total))
     snapshot.largest = dict(table.largest)
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
