@@ -39,6 +39,7 @@ class Ranking:
     reasons: dict[str, list[str]] = field(default_factory=dict)  # why each infeasible node does not fit
     counts: Counter[str] = field(default_factory=Counter)  # those reasons counted, kept with them
     dirty: set[str] = field(default_factory=set)  # nodes changed since they were last evaluated here
+    feasible: set[str] = field(default_factory=set)  # the nodes the task fits on, as last evaluated
 
 
 @dataclass
@@ -73,12 +74,14 @@ class Candidates:
         failures = self.predicate(ranking.task, node)
         before = ranking.reasons.get(node.name)
         if failures:
+            ranking.feasible.discard(node.name)
             if failures != before:  # most changes of room leave a node that did not fit as it was
                 if before:
                     ranking.counts.subtract(before)
                 ranking.reasons[node.name] = failures
                 ranking.counts.update(failures)
             return
+        ranking.feasible.add(node.name)
         if before:
             del ranking.reasons[node.name]
             ranking.counts.subtract(before)
@@ -95,16 +98,9 @@ class Candidates:
             ranking.heap = [e for e in ranking.heap if e[2] == versions.get(e[1], 0)]
             heapq.heapify(ranking.heap)
 
-    def best(
-        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[NodeInfo | None, FitSummary]:
-        """The best feasible node for ``task`` among ``nodes`` (named by ``key``), or why none fits."""
+    def _ranking(self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]) -> Ranking:
+        """The ranking of ``key``, made now if there is none, its changed nodes evaluated again."""
         ranking = self._rankings.get(key)
-        if ranking is None and key not in self._asked:
-            # A shape's first question is answered by a plain scan: most shapes of a varied
-            # workload are asked once, and a kept ranking would cost its upkeep for nothing.
-            self._asked.add(key)
-            return self._scan(task, nodes)
         if ranking is None:
             ranking = self._rankings[key] = Ranking(task, {n.name: n for n in nodes})
             for node in nodes:
@@ -112,6 +108,26 @@ class Candidates:
                 self._evaluate(ranking, node)
         elif ranking.dirty:
             self._refresh(ranking)
+        return ranking
+
+    def standing(
+        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodeInfo], Counter[str]]:
+        """The nodes among ``nodes`` (named by ``key``) that ``task`` fits on now, by name, and
+        the reasons of the others, counted (never change them)."""
+        ranking = self._ranking(key, task, nodes)
+        return [ranking.nodes[name] for name in sorted(ranking.feasible)], ranking.counts
+
+    def best(
+        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[NodeInfo | None, FitSummary]:
+        """The best feasible node for ``task`` among ``nodes`` (named by ``key``), or why none fits."""
+        if key not in self._rankings and key not in self._asked:
+            # A shape's first question is answered by a plain scan: most shapes of a varied
+            # workload are asked once, and a kept ranking would cost its upkeep for nothing.
+            self._asked.add(key)
+            return self._scan(task, nodes)
+        ranking = self._ranking(key, task, nodes)
         heap = ranking.heap
         while heap:
             _, name, version = heap[0]

@@ -37,10 +37,19 @@ def best_node(
     session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], where: str = ""
 ) -> tuple[NodeInfo | None, FitSummary]:
     """The feasible node with the best score (ties to the name) among ``nodes``, named by ``where``."""
+    return session.candidates.best(_ranked_as(session, task, where), task, nodes)
+
+
+def standing(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[list[NodeInfo], Counter[str]]:
+    """The nodes among ``nodes`` that ``task`` fits on now, and the others' reasons counted."""
+    return session.candidates.standing(_ranked_as(session, task, ""), task, nodes)
+
+
+def _ranked_as(session: Session, task: TaskInfo, where: str) -> tuple[object, ...]:
     job = session.snapshot.jobs[task.job]
     # Soft topology scores depend on where the job's members already are: rank those per job.
     own = job.key if job.topology is not None and session.snapshot.hyper_domains else ""
-    return session.candidates.best((task.shape(), where, own), task, nodes)
+    return task.shape(), where, own
 
 
 def place(

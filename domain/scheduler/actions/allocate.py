@@ -19,7 +19,7 @@ from __future__ import annotations
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
-from domain.scheduler import held_room, placement, retry, sub_placement
+from domain.scheduler import held_room, placement, retry, shortfall, sub_placement
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.scheduler.statement import Statement
@@ -120,6 +120,14 @@ def _place(
     if attempt is None:
         tasks = [t for t in job.pending() if not t.best_effort and t.key not in failed]
         need = job.min_member - job.placed()
+        short = shortfall.find(session, job, tasks, session.snapshot.node_list(), need) if covered else None
+        if short is not None:  # alike tasks, too few of them fit: the attempt's findings without it
+            found.tentative[job.key] = max(found.tentative.get(job.key, 0), short.placed)
+            found.fits[job.key] = {**found.fits.get(job.key, {}), **short.failed}
+            failed.update(short.failed)
+            found.refuse(job, short.verdict)
+            _keep_waiting(session, held)
+            return False
         attempt = placement.place(
             session, job, tasks, session.snapshot.node_list(),
             enough=lambda placed: placed >= need and session.job_ready(job) is None, covered=covered,

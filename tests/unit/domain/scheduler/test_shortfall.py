@@ -1,0 +1,71 @@
+"""domain.scheduler.shortfall: the findings worked out for a gang of alike tasks that cannot all
+be placed are those of the attempt they stand for. Closed-loop runs of busy traces (gangs of
+1-cpu tasks on 2-cpu nodes, as an HPC trace gives; gangs pinned to some nodes; uneven nodes; mixed shapes)
+decide the same, byte for byte, with the shortfall and with every attempt made."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from domain.scheduler import shortfall
+from domain.scheduler.config import SchedulerConfig
+from services.simulate.loop import run_closed_loop
+from services.traces.model import Job, Node, Trace
+from tests.unit.domain.scheduler.test_retry import BUSY, LARGE_GANGS
+
+HPC = Trace(
+    tuple(
+        Job(f"j{i}", 3.0 * i, 20.0 + 17 * (i % 6), tasks=1 + (i * 7) % 13, requests={"cpu": "1", "memory": "1Gi"})
+        for i in range(80)
+    ),
+    tuple(Node(f"n{i}", {"cpu": "2", "memory": "4Gi"}) for i in range(8)),
+)
+# Half the gangs may use only the "a" nodes: the others fail the node affinity whatever their room.
+PINNED = Trace(
+    tuple(
+        Job(j.id, j.submit, j.duration, tasks=j.tasks, requests=j.requests, node_affinity={"pool": ("a",)})
+        if i % 2
+        else j
+        for i, j in enumerate(HPC.jobs)
+    ),
+    tuple(Node(f"n{i}", {"cpu": "2", "memory": "4Gi"}, {"pool": "ab"[i % 2]}) for i in range(8)),
+)
+ODD_NODES = Trace(
+    HPC.jobs,
+    tuple(Node(f"n{i}", {"cpu": str(1 + i % 3), "memory": f"{1 + i}Gi"}) for i in range(8)),
+)
+
+
+def _run(trace: Trace, config: SchedulerConfig) -> tuple[bytes, bytes]:
+    events, decisions = io.BytesIO(), io.BytesIO()
+    run_closed_loop(trace, trace.nodes, config, events, decisions)
+    return events.getvalue(), decisions.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [
+        (HPC, SchedulerConfig()),
+        (ODD_NODES, SchedulerConfig()),
+        (PINNED, SchedulerConfig()),
+        (BUSY, SchedulerConfig()),
+        (HPC, LARGE_GANGS),
+    ],
+    ids=["hpc", "uneven nodes", "node affinity", "busy", "hpc large-gangs"],
+)
+def test_shortfalls_decide_as_attempts(trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[int] = []
+    find = shortfall.find
+
+    def counted(*args: object) -> shortfall.Shortfall | None:
+        found = find(*args)  # type: ignore[arg-type]
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(shortfall, "find", counted)
+    with_shortfalls = _run(trace, config)
+    assert sum(used) > 20
+    monkeypatch.setattr(shortfall, "find", lambda *_: None)
+    assert with_shortfalls == _run(trace, config)
