@@ -100,6 +100,15 @@ class JobInfo:
     min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy -> sub-gangs needed ready
     # its pending tasks as one (``retry``), with the tasks it was made of: kept while they are the same
     whole: tuple[list[TaskInfo], TaskInfo] | None = field(default=None, init=False)
+    alike: bool | None = field(default=None, init=False)  # all its tasks asking for room have one shape
+
+    def all_alike(self) -> bool:
+        """Whether all its tasks that ask for room (not best-effort) have one shape (a task's
+        shape never changes, so this is known once per job)."""
+        if self.alike is None:
+            shapes = {t.shape() for t in self.tasks if not t.best_effort}
+            self.alike = len(shapes) == 1
+        return self.alike
 
     def pending(self) -> list[TaskInfo]:
         return [t for t in self.tasks if t.status is TaskStatus.PENDING]

@@ -21,7 +21,7 @@ from domain.objects.volcano import PodGroup
 from domain.quantity import ResourceList
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import DEFAULT_QUEUE, HOLDING, JobInfo, TaskInfo, TaskStatus
-from domain.scheduler.object_facts import Facts, GroupFacts, group_facts, pod_facts, seconds
+from domain.scheduler.object_facts import Facts, GroupFacts, group_facts, pod_facts, same_but_status, seconds
 from domain.scheduler.subgroups import split
 from domain.state import ClusterState
 
@@ -237,6 +237,28 @@ def _renew(state: ClusterState, config: SchedulerConfig, memo: Facts, table: Job
         table.templates = dict(zip(keys, map(table.templates.__getitem__, keys), strict=True))
 
 
+def _status_only(state: ClusterState, table: JobTable, key: ObjectKey, group: object) -> bool:
+    """Whether the job ``key``, whose PodGroup changed and nothing else, takes the new object as
+    it is (its status written, as a status decision comes back): then the job keeps its tasks,
+    and close looks at its status again, as at a job built again."""
+    job = table.templates.get(key)
+    if job is None or job.group is None or not isinstance(group, PodGroup) or key in table.owned:
+        return False
+    phase = state.phase_of("PodGroup", key)
+    if (phase if isinstance(phase, PodGroupPhase) else PodGroupPhase.PENDING) is not job.phase:
+        return False
+    if not same_but_status(job.group, group):
+        return False
+    job.group = group
+    table.unsettled.add(key)
+    machine = state.machines.get("PodGroup", {}).get(key)
+    if machine is not None and machine.rejected:
+        table.rejected.add(key)
+    else:
+        table.rejected.discard(key)
+    return True
+
+
 def renew(
     table: JobTable | None,
     state: ClusterState,
@@ -257,7 +279,7 @@ def renew(
         pods = set(state.objects.get("Pod", {}))
         groups = set(state.objects.get("PodGroup", {}))
     live = state.objects.get("Pod", {})
-    dirty = groups | table.owned | table.spoiled
+    dirty = table.owned | table.spoiled
     table.spoiled.clear()
     # A job put back as it was needs no new build; close looks at it again, as at a new one.
     table.unsettled.update(k for k in table.restored if k in table.templates and table.templates[k].group)
@@ -276,6 +298,9 @@ def renew(
             table.members.setdefault(key, set()).add(pod_key)
             dirty.add(key)
     present = state.objects.get("PodGroup", {})
+    for key in sorted(groups - dirty):
+        if not _status_only(state, table, key, present.get(key)):
+            dirty.add(key)
     for key in groups | dirty:
         if key in present and key not in table.members:
             table.childless.add(key)

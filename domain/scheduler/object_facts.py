@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from msgspec import structs
+
 from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION, PodGroup
@@ -83,6 +85,16 @@ def _topology(group: PodGroup, label: str) -> TopologyRequest | None:
     if spec is None:
         return None
     return hyper_request(spec)
+
+
+def same_but_status(old: PodGroup, new: PodGroup) -> bool:
+    """Whether ``new`` is ``old`` written again with another status (and resourceVersion), as
+    a scheduler's own status write comes back: a job takes nothing else from it."""
+    return old is new or (
+        old.spec == new.spec
+        and old.api_version == new.api_version
+        and old.metadata == structs.replace(new.metadata, resource_version=old.metadata.resource_version)
+    )
 
 
 def group_facts(memo: Facts, group: PodGroup, label: str) -> GroupFacts:

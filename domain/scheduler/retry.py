@@ -29,6 +29,7 @@ from domain.reasons import FitSummary, Verdict
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.object_facts import same_but_status
 from domain.scheduler.session import Session
 
 MEMO = "retry"
@@ -58,12 +59,17 @@ class Seen:
         self, group: PodGroup | None, phase: str, tasks: Sequence[tuple[Pod, TaskStatus]], nodes: list[Node]
     ) -> bool:
         return (
-            self.group is group
+            _same_group(self.group, group)
             and self.phase == phase
             and len(self.tasks) == len(tasks)
             and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, tasks, strict=True))
             and (self.nodes is nodes or (len(self.nodes) == len(nodes) and all(map(operator.is_, self.nodes, nodes))))
         )
+
+
+def _same_group(old: PodGroup | None, new: PodGroup | None) -> bool:
+    """The same PodGroup, or the same written again with another status (an attempt reads no status)."""
+    return old is new or (old is not None and new is not None and same_but_status(old, new))
 
 
 def _memo(session: Session) -> dict[str, Seen]:

@@ -44,8 +44,7 @@ def find(
     if len(tasks) < 2 or need <= 0:
         return None
     first = tasks[0]
-    shape = first.shape()
-    if any(t.shape() != shape for t in tasks):
+    if not job.all_alike():
         return None
     wanted = [(name, amount) for name, amount in first.request.items() if amount > 0]
     if not wanted:
@@ -59,8 +58,9 @@ def find(
         total += copies[-1][1]
         if total >= need:
             return None  # enough fit: where they go is the attempt's to say
-    ordered = sorted(tasks, key=session.task_key)
-    placed = min(total, len(ordered))
+    placed = min(total, len(tasks))
+    # The attempt places the first ``placed`` tasks in task order (none: no order to take).
+    ordered = sorted(tasks, key=session.task_key) if placed else tasks
     failed: dict[str, FitSummary] = {}
     if placed < len(ordered):
         summary = _left_over(session, first, len(nodes), copies, others)

@@ -17,6 +17,7 @@ from domain.scheduler.infos import JobInfo, TaskStatus
 from domain.scheduler.session import Session
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace, with_estimates
+from tests import spies
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
 
 NODES = tuple(Node(f"n{i}", {"cpu": "4"}) for i in range(4))
@@ -52,15 +53,7 @@ def test_kept_attempts_decide_as_new_ones(
     events = io.BytesIO()
     run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
     lines = events.getvalue().decode().splitlines()
-    repeats = []
-    repeat = retry.repeat
-
-    def counted(*args: object) -> bool:
-        hit = repeat(*args)  # type: ignore[arg-type]
-        repeats.append(hit)
-        return hit
-
-    monkeypatch.setattr(retry, "repeat", counted)
+    repeats = spies.answers(monkeypatch, retry, "repeat")
     kept = _decisions(lines, config, fresh=False)
     assert sum(repeats) > 20  # attempts were kept, not made again
     assert kept == _decisions(lines, config, fresh=True)

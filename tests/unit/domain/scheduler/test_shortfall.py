@@ -13,6 +13,7 @@ from domain.scheduler import shortfall
 from domain.scheduler.config import SchedulerConfig
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
+from tests import spies
 from tests.unit.domain.scheduler.test_retry import BUSY, LARGE_GANGS
 
 HPC = Trace(
@@ -56,16 +57,8 @@ def _run(trace: Trace, config: SchedulerConfig) -> tuple[bytes, bytes]:
     ids=["hpc", "uneven nodes", "node affinity", "busy", "hpc large-gangs"],
 )
 def test_shortfalls_decide_as_attempts(trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
-    used: list[int] = []
-    find = shortfall.find
-
-    def counted(*args: object) -> shortfall.Shortfall | None:
-        found = find(*args)  # type: ignore[arg-type]
-        used.append(found is not None)
-        return found
-
-    monkeypatch.setattr(shortfall, "find", counted)
+    found = spies.answers(monkeypatch, shortfall, "find")
     with_shortfalls = _run(trace, config)
-    assert sum(used) > 20
+    assert sum(answer is not None for answer in found) > 20
     monkeypatch.setattr(shortfall, "find", lambda *_: None)
     assert with_shortfalls == _run(trace, config)

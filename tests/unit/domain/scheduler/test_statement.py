@@ -2,7 +2,8 @@
 it was (its ``allocated`` too, key order included), so the next snapshot keeps it instead of
 building it again; a committed placement, or any other change, has it built again. Kept so,
 the jobs decide what jobs built afresh every cycle decide, in a busy closed-loop run where
-gangs are placed in part and taken back every cycle."""
+gangs are placed in part and taken back every cycle. A job whose PodGroup comes back with the
+status the scheduler wrote keeps its tasks too."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ import pytest
 
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
-from domain.scheduler import shortfall
+from domain.objects.volcano import PodGroup
+from domain.scheduler import job_table, shortfall
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import JobInfo, TaskStatus
+from domain.scheduler.object_facts import same_but_status
 from domain.scheduler.snapshot import Snapshot
 from services.simulate.loop import run_closed_loop
-from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
+from tests import builders as b
+from tests import spies
+from tests.unit.domain.scheduler.test_kept_snapshot import _check, _decisions
 from tests.unit.domain.scheduler.test_retry import BUSY, LARGE_GANGS
 
 
@@ -83,3 +88,47 @@ def test_jobs_kept_after_discarded_placements_decide_as_built_ones(
     kept = _decisions(lines, config, fresh=False)
     assert len(restored) > 20  # gangs were placed in part, taken back and kept
     assert kept == _decisions(lines, config, fresh=True)
+
+
+def test_a_podgroup_written_again_with_its_status_is_the_same_to_a_job() -> None:
+    group = b.typed(b.pod_group("g", min_member=2, rv="1"))
+    echoed = b.typed(b.pod_group("g", min_member=2, rv="7", phase="Inqueue"))
+    other_spec = b.typed(b.pod_group("g", min_member=3, rv="7", phase="Inqueue"))
+    owned = b.typed(b.pod_group("g", min_member=2, rv="7", job="j"))
+    assert isinstance(group, PodGroup)
+    assert same_but_status(group, group) and same_but_status(group, echoed)  # type: ignore[arg-type]
+    assert not same_but_status(group, other_spec) and not same_but_status(group, owned)  # type: ignore[arg-type]
+
+
+def test_jobs_keep_their_tasks_when_their_status_comes_back_and_decide_as_built_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events = io.BytesIO()
+    run_closed_loop(BUSY, BUSY.nodes, SchedulerConfig(), events, io.BytesIO())
+    kept = spies.answers(monkeypatch, job_table, "_status_only")
+    lines = events.getvalue().decode().splitlines()
+    decided = _decisions(lines, SchedulerConfig(), fresh=False)
+    assert sum(kept) > 20
+    assert decided == _decisions(lines, SchedulerConfig(), fresh=True)
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [{"min_member": 3}, {"queue": "other"}, {"phase": "Inqueue", "min_member": 3}],
+    ids=["minMember", "queue", "status and minMember"],
+)
+def test_a_podgroup_edited_otherwise_has_its_job_built_again(edited: dict[str, object]) -> None:
+    """Three pods of a gang of two wait on a node with room for none; the PodGroup is then edited
+    (nothing else changes): the kept snapshot's job is the one built from the new object."""
+    group = {"min_member": 2, "rv": "1"}
+    lines = [
+        b.added(b.node("n1", cpu="1")),
+        b.added(b.queue("other")),
+        b.added(b.pod_group("g", **group)),  # type: ignore[arg-type]
+        *(b.added(b.pod(f"p{i}", cpu="2", group="g")) for i in range(3)),
+        *(b.marker(t) for t in (1, 2, 3)),  # admitted, then waiting with nothing new
+        b.modified(b.pod_group("g", **{**group, "rv": "2", **edited})),  # type: ignore[arg-type]
+        b.marker(4),
+        b.marker(5),
+    ]
+    assert _check(lines, SchedulerConfig()) > 0
