@@ -26,6 +26,7 @@ from domain.scheduler.infos import TaskInfo
 from domain.scheduler.node_table import NodeInfo
 
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
+DRAFTS = 64  # first scans kept, the latest, for a shape asked again to start its ranking from
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
 Predicate = Callable[[TaskInfo, NodeInfo], list[str]]
 Score = Callable[[TaskInfo, NodeInfo], float]
@@ -42,6 +43,16 @@ class Ranking:
     feasible: set[str] = field(default_factory=set)  # the nodes the task fits on, as last evaluated
 
 
+@dataclass(slots=True)
+class Draft:
+    """What a shape's first scan found on each node, at the candidates' ``tick``."""
+
+    tick: int
+    names: list[str]  # the nodes scanned, in order
+    entries: list[Entry]  # the feasible ones
+    reasons: dict[str, list[str]]  # why each other one does not fit
+
+
 @dataclass
 class Candidates:
     predicate: Predicate
@@ -54,6 +65,7 @@ class Candidates:
     _holding: dict[str, list[Ranking]] = field(default_factory=dict)  # node -> the rankings that hold it
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
     _asked: set[tuple[object, ...]] = field(default_factory=set)  # shapes asked once, with no ranking kept
+    _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -105,10 +117,27 @@ class Candidates:
             ranking = self._rankings[key] = Ranking(task, {n.name: n for n in nodes})
             for node in nodes:
                 self._holding.setdefault(node.name, []).append(ranking)
-                self._evaluate(ranking, node)
-        elif ranking.dirty:
+            if not self._from_draft(ranking, self._drafts.pop(key, None), nodes):
+                for node in nodes:
+                    self._evaluate(ranking, node)
+        if ranking.dirty:
             self._refresh(ranking)
         return ranking
+
+    def _from_draft(self, ranking: Ranking, draft: Draft | None, nodes: Sequence[NodeInfo]) -> bool:
+        """Start ``ranking`` from the first scan of its shape, its nodes changed since then marked
+        to be evaluated again (as a kept ranking's are); False when that is not known."""
+        changed = None if draft is None else self.changed_since(draft.tick)
+        if draft is None or changed is None or draft.names != [node.name for node in nodes]:
+            return False
+        ranking.heap = draft.entries
+        heapq.heapify(ranking.heap)
+        ranking.feasible = {name for _, name, _ in draft.entries}
+        ranking.reasons = draft.reasons
+        for failures in draft.reasons.values():
+            ranking.counts.update(failures)
+        ranking.dirty = set(changed)
+        return True
 
     def standing(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
@@ -126,7 +155,7 @@ class Candidates:
             # A shape's first question is answered by a plain scan: most shapes of a varied
             # workload are asked once, and a kept ranking would cost its upkeep for nothing.
             self._asked.add(key)
-            return self._scan(task, nodes)
+            return self._scan(key, task, nodes)
         ranking = self._ranking(key, task, nodes)
         heap = ranking.heap
         while heap:
@@ -138,19 +167,30 @@ class Candidates:
         summary.reasons = Counter({reason: n for reason, n in ranking.counts.items() if n > 0})
         return None, summary
 
-    def _scan(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[NodeInfo | None, FitSummary]:
-        """What ``best`` would answer from a new ranking: the best score, ties to the name."""
+    def _scan(
+        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[NodeInfo | None, FitSummary]:
+        """What ``best`` would answer from a new ranking: the best score, ties to the name. What
+        it found is kept as a draft of the shape's ranking (the latest ``DRAFTS`` of them)."""
         best: NodeInfo | None = None
-        best_entry: tuple[float, str] | None = None
+        best_entry: Entry | None = None
         counts: Counter[str] = Counter()
+        entries: list[Entry] = []
+        reasons: dict[str, list[str]] = {}
+        versions = self.versions
         for node in nodes:
             failures = self.predicate(task, node)
             if failures:
+                reasons[node.name] = failures
                 counts.update(failures)
                 continue
-            entry = (-self.score(task, node), node.name)
+            entry = (-self.score(task, node), node.name, versions.get(node.name, 0))
+            entries.append(entry)
             if best_entry is None or entry < best_entry:
                 best, best_entry = node, entry
+        self._drafts[key] = Draft(self.tick, [node.name for node in nodes], entries, reasons)
+        if len(self._drafts) > DRAFTS:
+            del self._drafts[next(iter(self._drafts))]
         summary = FitSummary(len(nodes))
         if best is None:
             summary.reasons = Counter({reason: n for reason, n in counts.items() if n > 0})

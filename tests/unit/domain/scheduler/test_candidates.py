@@ -3,6 +3,7 @@ what rankings made afresh in every cycle decide."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import cast
 
 from hypothesis import given
@@ -77,3 +78,39 @@ def test_a_first_question_scanned_answers_as_a_ranking_does(
         scanned, ranked = (candidates.best(("shape",), task, nodes) for _ in range(2))
         assert scanned[0] is ranked[0]
         assert (scanned[1].nodes, dict(scanned[1].reasons)) == (ranked[1].nodes, dict(ranked[1].reasons))
+
+
+@given(
+    free=st.lists(st.tuples(_amount, _amount), min_size=1, max_size=12),
+    changes=st.lists(st.tuples(st.integers(min_value=0, max_value=11), _amount, _amount), max_size=8),
+    ask=st.tuples(_amount, _amount),
+)
+def test_a_ranking_started_from_its_first_scan_answers_as_a_full_evaluation(
+    free: list[tuple[int, int]], changes: list[tuple[int, int, int]], ask: tuple[int, int]
+) -> None:
+    """A shape's second question starts its ranking from the first scan and evaluates again only
+    the nodes changed in between: the best node and the reasons are those of every node now."""
+    nodes = [
+        NodeInfo(f"n{i:02d}", cast(Node, None), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
+        for i, (c, m) in enumerate(free)
+    ]
+
+    def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
+        return [f"Insufficient {n}" for n, a in sorted(task.request.items()) if a > node.idle[n]]
+
+    def score(task: TaskInfo, node: NodeInfo) -> float:
+        return float(node.idle["cpu"] - task.request["cpu"] + 2 * (node.idle["memory"] % 3))
+
+    task = TaskInfo(ObjectKey("c1/p"), cast(Pod, None), ObjectKey("c1/g"), {"cpu": ask[0], "memory": ask[1]},
+                    TaskStatus.PENDING)  # fmt: skip
+    candidates = Candidates(predicate, score)
+    candidates.best(("shape",), task, nodes)  # the first question: a scan, kept as a draft
+    for index, cpu, memory in changes:
+        node = nodes[index % len(nodes)]
+        node.idle.update(cpu=cpu, memory=memory)
+        candidates.changed(node)
+    best, summary = candidates.best(("shape",), task, nodes)
+    feasible = [(-score(task, n), n.name, n) for n in nodes if not predicate(task, n)]
+    assert best is (min(feasible, key=lambda e: e[:2])[2] if feasible else None)
+    reasons = Counter(r for n in nodes for r in predicate(task, n))
+    assert best is not None or dict(summary.reasons) == dict(reasons)
