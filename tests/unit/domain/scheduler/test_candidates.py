@@ -51,6 +51,21 @@ def test_carried_rankings_decide_as_fresh_ones() -> None:
 _amount = st.integers(min_value=0, max_value=8)
 
 
+def _nodes(free: list[tuple[int, int]]) -> list[NodeInfo]:
+    return [
+        NodeInfo(f"n{i:02d}", cast(Node, None), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
+        for i, (c, m) in enumerate(free)
+    ]
+
+
+def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
+    return [f"Insufficient {n}" for n, a in sorted(task.request.items()) if a > node.idle[n]]
+
+
+def score(task: TaskInfo, node: NodeInfo) -> float:
+    return float(node.idle["cpu"] - task.request["cpu"] + 2 * (node.idle["memory"] % 3))
+
+
 @given(
     free=st.lists(st.tuples(_amount, _amount), min_size=1, max_size=12),
     asks=st.lists(st.tuples(_amount, _amount), min_size=1, max_size=6),
@@ -60,17 +75,7 @@ def test_a_first_question_scanned_answers_as_a_ranking_does(
 ) -> None:
     """A shape asked once is answered by a scan, later by its kept ranking: the same node (best
     score, ties to the name) and the same reasons, whichever way."""
-    nodes = [
-        NodeInfo(f"n{i:02d}", cast(Node, None), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
-        for i, (c, m) in enumerate(free)
-    ]
-
-    def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
-        return [f"Insufficient {n}" for n, a in sorted(task.request.items()) if a > node.idle[n]]
-
-    def score(task: TaskInfo, node: NodeInfo) -> float:
-        return float(node.idle["cpu"] - task.request["cpu"] + 2 * (node.idle["memory"] % 3))
-
+    nodes = _nodes(free)
     for cpu, memory in asks:
         task = TaskInfo(ObjectKey("c1/p"), cast(Pod, None), ObjectKey("c1/g"), {"cpu": cpu, "memory": memory},
                         TaskStatus.PENDING)  # fmt: skip
@@ -90,17 +95,7 @@ def test_a_ranking_started_from_its_first_scan_answers_as_a_full_evaluation(
 ) -> None:
     """A shape's second question starts its ranking from the first scan and evaluates again only
     the nodes changed in between: the best node and the reasons are those of every node now."""
-    nodes = [
-        NodeInfo(f"n{i:02d}", cast(Node, None), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
-        for i, (c, m) in enumerate(free)
-    ]
-
-    def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
-        return [f"Insufficient {n}" for n, a in sorted(task.request.items()) if a > node.idle[n]]
-
-    def score(task: TaskInfo, node: NodeInfo) -> float:
-        return float(node.idle["cpu"] - task.request["cpu"] + 2 * (node.idle["memory"] % 3))
-
+    nodes = _nodes(free)
     task = TaskInfo(ObjectKey("c1/p"), cast(Pod, None), ObjectKey("c1/g"), {"cpu": ask[0], "memory": ask[1]},
                     TaskStatus.PENDING)  # fmt: skip
     candidates = Candidates(predicate, score)
