@@ -10,9 +10,9 @@ first task that finds no node (its twins after it the same) finds each node's re
 left-over room. ``find`` gives those findings (how many were placed, each failed task's fit
 summary, the gang's verdict with those tasks placed) at the cost of one look at each node the
 shape fits on (its node ranking knows which, and why the others do not), instead of a
-placement, a ranking question and an undo per task; allocate uses it only for an
-attempt whose queue takes all the tasks at once (``retry.can_keep``), so no quota check could
-stop it earlier. ``tests/unit/domain/scheduler/test_shortfall.py`` checks it against the
+placement, a ranking question and an undo per task. Allocate uses it only for a plain attempt
+(``retry.can_keep``: node-local predicates and scores, no topology, no pipelined members) whose
+queue takes all the tasks at once, so no quota check could stop it earlier. ``tests/unit/domain/scheduler/test_shortfall.py`` checks it against the
 attempts it stands for.
 """
 
