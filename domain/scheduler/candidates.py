@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from domain.reasons import FitSummary
@@ -136,16 +136,19 @@ class Candidates:
         ranking.reasons = draft.reasons
         for failures in draft.reasons.values():
             ranking.counts.update(failures)
-        ranking.dirty = set(changed)
+        ranking.dirty = {name for name in changed if name in ranking.nodes}  # the log has every node's
         return True
 
     def standing(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[NodeInfo], Counter[str]]:
-        """The nodes among ``nodes`` (named by ``key``) that ``task`` fits on now, by name, and
-        the reasons of the others, counted (never change them)."""
+    ) -> tuple[Iterator[NodeInfo], Counter[str]] | None:
+        """The nodes among ``nodes`` (named by ``key``) that ``task`` fits on now, in no set
+        order (for sums), and the reasons of the others, counted (never change them); None for
+        a shape without a ranking yet (one asked once at most: no ranking is made for it)."""
+        if key not in self._rankings:
+            return None
         ranking = self._ranking(key, task, nodes)
-        return [ranking.nodes[name] for name in sorted(ranking.feasible)], ranking.counts
+        return map(ranking.nodes.__getitem__, ranking.feasible), ranking.counts
 
     def best(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]

@@ -9,7 +9,7 @@ twins of a task that failed are not tried again, so a hopeless gang still costs 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from domain import quantity
@@ -40,8 +40,9 @@ def best_node(
     return session.candidates.best(_ranked_as(session, task, where), task, nodes)
 
 
-def standing(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[list[NodeInfo], Counter[str]]:
-    """The nodes among ``nodes`` that ``task`` fits on now, and the others' reasons counted."""
+def standing(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[Iterator[NodeInfo], Counter[str]]:
+    """The nodes among ``nodes`` that ``task`` fits on now (in no set order), and the others'
+    reasons counted."""
     return session.candidates.standing(_ranked_as(session, task, ""), task, nodes)
 
 

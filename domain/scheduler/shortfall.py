@@ -12,8 +12,8 @@ summary, the gang's verdict with those tasks placed) at the cost of one look at 
 shape fits on (its node ranking knows which, and why the others do not), instead of a
 placement, a ranking question and an undo per task. Allocate uses it only for a plain attempt
 (``retry.can_keep``: node-local predicates and scores, no topology, no pipelined members) whose
-queue takes all the tasks at once, so no quota check could stop it earlier. ``tests/unit/domain/scheduler/test_shortfall.py`` checks it against the
-attempts it stands for.
+queue takes all the tasks at once, so no quota check could stop it earlier.
+``tests/unit/domain/scheduler/test_shortfall.py`` checks it against the attempts it stands for.
 """
 
 from __future__ import annotations
@@ -49,8 +49,11 @@ def find(
     wanted = [(name, amount) for name, amount in first.request.items() if amount > 0]
     if not wanted:
         return None
-    feasible, others = placement.standing(session, first, nodes)
-    copies: list[tuple[NodeInfo, int]] = []
+    standing = placement.standing(session, first, nodes)
+    if standing is None:
+        return None  # a shape asked once at most: the attempt's scan answers
+    feasible, others = standing
+    copies: list[tuple[NodeInfo, int]] = []  # in no set order: only their sums are read
     total = 0
     for node in feasible:
         idle = node.idle
