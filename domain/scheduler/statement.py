@@ -35,10 +35,9 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node: str) -> None:
         snapshot = self.session.snapshot
-        if task.status is TaskStatus.PENDING and not task.node:
-            snapshot.opened(snapshot.jobs[task.job])  # a discard puts the job back as it was
-        else:
-            snapshot.spoil(task.job)
+        snapshot.opened(snapshot.jobs[task.job])  # a discard puts the job back as it was, unless spoiled
+        if task.status is not TaskStatus.PENDING or task.node:
+            snapshot.spoil(task.job)  # a discard would leave it pending: not as it was
         self._place(task, node, +1)
         self.operations.append((Operation.ALLOCATE, task, node))
 

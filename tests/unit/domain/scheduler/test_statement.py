@@ -8,17 +8,22 @@ status the scheduler wrote keeps its tasks too."""
 from __future__ import annotations
 
 import io
+from typing import cast
 
 import pytest
 
 from domain.lifecycle.pod_group import PodGroupPhase
+from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.scheduler import job_table, shortfall
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.infos import JobInfo, TaskStatus
+from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.object_facts import same_but_status
+from domain.scheduler.session import Session
 from domain.scheduler.snapshot import Snapshot
+from domain.scheduler.statement import Statement
 from services.simulate.loop import run_closed_loop
 from tests import builders as b
 from tests import spies
@@ -132,3 +137,20 @@ def test_a_podgroup_edited_otherwise_has_its_job_built_again(edited: dict[str, o
         b.marker(5),
     ]
     assert _check(lines, SchedulerConfig()) > 0
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["discarded", "committed"])
+def test_a_placement_of_a_task_that_was_not_plain_pending_has_its_job_built_again(committed: bool) -> None:
+    """A pipelined task placed afresh (its status and node are not what a discard gives back)."""
+    job = _job()
+    task = TaskInfo(ObjectKey("ns/p"), cast(Pod, None), job.key, {"cpu": 1}, TaskStatus.PIPELINED, "n1")
+    job.tasks.append(task)
+    node = NodeInfo("n1", cast(Node, None), {"cpu": 4}, {"cpu": 4}, {})
+    view = Snapshot({"n1": node}, {}, {job.key: job}, [], [], {})
+    statement = Statement(Session(view, SchedulerConfig()))
+    statement.allocate(task, "n1")
+    if committed:
+        statement.commit()
+    else:
+        statement.discard()
+    assert view.spoiled == {job.key} and view.restored == set()
