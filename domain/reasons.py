@@ -83,16 +83,20 @@ def gang_pipelined(pipelined: int, tasks: int, nodes: list[str]) -> str:
     )
 
 
-def gang_unschedulable(unready: int, tasks: int, failed: list[tuple[str, FitSummary]]) -> str:
-    """Volcano's gang condition message: how many members cannot be placed, one word per task
-    that found no node (its most frequent node-level reason, most common first), then the node
-    summary of the first of them, as upstream's "Origin reason" ("3/4 tasks in gang
-    unschedulable: 3 Insufficient nvidia.com/gpu. Origin reason is w-1: 0/4 nodes are ...")."""
+def gang_unschedulable(unready: int, tasks: int, words: str) -> str:
+    """Volcano's gang condition message: how many members cannot be placed, then ``words``
+    (``failed_words``) ("3/4 tasks in gang unschedulable: 3 Insufficient nvidia.com/gpu. Origin
+    reason is w-1: 0/4 nodes are ...")."""
+    return f"{unready}/{tasks} tasks in gang unschedulable: {words}"
+
+
+def failed_words(failed: list[tuple[str, FitSummary]]) -> str:
+    """One word per task that found no node (its most frequent node-level reason, most common
+    first), then the node summary of the first of them, as upstream's "Origin reason"."""
     tops: dict[int, str] = {}  # id(summary) -> its top reason: twins of a task share one summary
     counts = Counter(tops.get(id(s)) or tops.setdefault(id(s), s.top()) for _, s in failed)
     words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
-    message = f"{unready}/{tasks} tasks in gang unschedulable: {words}"
     if failed:
         name, summary = failed[0]
-        message += f". Origin reason is {name}: {summary.message()}"
-    return message
+        words += f". Origin reason is {name}: {summary.message()}"
+    return words

@@ -10,6 +10,8 @@ Pending; a gang that waits carries an ``Unschedulable`` condition saying why, wi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from domain import quantity
 from domain.decisions import Bind, Condition, Decision, Evict, ObjectRef, PodGroupStatus, QueueStatus
 from domain.lifecycle.pod_group import PodGroupPhase
@@ -17,13 +19,23 @@ from domain.lifecycle.queue import QueuePhase
 from domain.lifecycle.status import MachineStatus, PodGroupStatusView, QueueStatusView
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
-from domain.reasons import Reason, gang_pipelined, gang_unschedulable, most_severe
+from domain.reasons import FitSummary, Reason, failed_words, gang_pipelined, gang_unschedulable, most_severe
 from domain.recorded import Pipelined
-from domain.scheduler.infos import PLACED, JobInfo, QueueInfo, TaskStatus
+from domain.scheduler.infos import PLACED, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.state import ClusterState
 
 _SCHEDULED = ("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
+WORDS = "close-words"
+
+
+@dataclass(slots=True, eq=False)
+class _Words:
+    """What ``_words`` said of each waiting gang, this session's and the last one's."""
+
+    session: Session
+    before: dict[ObjectKey, tuple[list[TaskInfo], dict[ObjectKey, FitSummary], str]]
+    now: dict[ObjectKey, tuple[list[TaskInfo], dict[ObjectKey, FitSummary], str]]
 
 
 def placements(state: ClusterState, session: Session, seq: int) -> list[Decision]:
@@ -40,6 +52,22 @@ def placements(state: ClusterState, session: Session, seq: int) -> list[Decision
     for task in [*session.snapshot.pipelined, *session.found.pipelines]:
         state.record(Pipelined(ObjectRef.of(task.pod), task.node if task.status is TaskStatus.PIPELINED else ""))
     return out
+
+
+def _words(session: Session, job: JobInfo, fits: dict[ObjectKey, FitSummary]) -> str:
+    """``failed_words`` of the job's tasks that found no node, in the job's (name) order: the
+    first gives the node summary. Kept for the next cycle while the job has the same tasks and
+    they have the same fit summaries (a kept attempt repeats its own), as summaries never change."""
+    kept = session.kept.get(WORDS)
+    if not isinstance(kept, _Words) or kept.session is not session:
+        before = kept.now if isinstance(kept, _Words) else {}
+        kept = session.kept[WORDS] = _Words(session, before, {})  # only the jobs asked last time stay
+    entry = kept.now.get(job.key) or kept.before.get(job.key)
+    if entry is None or entry[0] is not job.tasks or entry[1] != fits:
+        words = failed_words([(t.pod.metadata.name, fits[t.key]) for t in job.tasks if t.key in fits])
+        entry = (job.tasks, dict(fits), words)
+    kept.now[job.key] = entry
+    return entry[2]
 
 
 def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: int) -> PodGroupStatusView:
@@ -61,9 +89,7 @@ def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak:
         fits = session.found.fits[job.key]
         placed = sum(1 for t in job.tasks if t.status in PLACED)
         unready = max(job.min_member - placed - session.found.tentative.get(job.key, 0), len(fits))
-        # Tasks in the job's (name) order: the first one that found no node gives the node summary.
-        failed = [(t.pod.metadata.name, fits[t.key]) for t in job.tasks if t.key in fits]
-        message = gang_unschedulable(unready, len(job.tasks), failed)
+        message = gang_unschedulable(unready, len(job.tasks), _words(session, job, fits))
     else:
         message = verdict.message
     return (phase, (("Unschedulable", "True", verdict.reason.value, message),))

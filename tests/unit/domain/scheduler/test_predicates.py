@@ -9,7 +9,7 @@ import pytest
 
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
-from domain.reasons import FitSummary, gang_unschedulable
+from domain.reasons import FitSummary, failed_words, gang_unschedulable
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
@@ -360,7 +360,7 @@ def test_gang_message_counts_tasks_then_gives_the_first_failed_tasks_node_summar
     gpu, taint = FitSummary(4), FitSummary(4)
     gpu.add(["Insufficient nvidia.com/gpu"] * 3 + [UNTOLERATED_TAINT])
     taint.add([UNTOLERATED_TAINT] * 4)
-    message = gang_unschedulable(3, 4, [("w-1", gpu), ("w-2", gpu), ("w-3", taint)])
+    message = gang_unschedulable(3, 4, failed_words([("w-1", gpu), ("w-2", gpu), ("w-3", taint)]))
     assert message == (
         "3/4 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint. "
         "Origin reason is w-1: 0/4 nodes are unavailable: "
