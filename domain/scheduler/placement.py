@@ -40,9 +40,11 @@ def best_node(
     return session.candidates.best(_ranked_as(session, task, where), task, nodes)
 
 
-def standing(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> tuple[Iterator[NodeInfo], Counter[str]]:
+def standing(
+    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
+) -> tuple[Iterator[NodeInfo], Counter[str]] | None:
     """The nodes among ``nodes`` that ``task`` fits on now (in no set order), and the others'
-    reasons counted."""
+    reasons counted; None while its shape has no node ranking."""
     return session.candidates.standing(_ranked_as(session, task, ""), task, nodes)
 
 

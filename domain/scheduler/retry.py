@@ -52,9 +52,6 @@ class Seen:
     fits: dict[str, FitSummary] = field(default_factory=dict)
     tentative: int | None = None
 
-    def same(self, other: Seen) -> bool:
-        return self.room == other.room and self.same_job(other.group, other.phase, other.tasks, other.nodes)
-
     def same_job(
         self, group: PodGroup | None, phase: str, tasks: Sequence[tuple[Pod, TaskStatus]], nodes: list[Node]
     ) -> bool:
