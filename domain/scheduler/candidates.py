@@ -134,8 +134,7 @@ class Candidates:
         heapq.heapify(ranking.heap)
         ranking.feasible = {name for _, name, _ in draft.entries}
         ranking.reasons = draft.reasons
-        for failures in draft.reasons.values():
-            ranking.counts.update(failures)
+        ranking.counts = _counted(draft.reasons)
         ranking.dirty = {name for name in changed if name in ranking.nodes}  # the log has every node's
         return True
 
@@ -177,7 +176,6 @@ class Candidates:
         it found is kept as a draft of the shape's ranking (the latest ``DRAFTS`` of them)."""
         best: NodeInfo | None = None
         best_entry: Entry | None = None
-        counts: Counter[str] = Counter()
         entries: list[Entry] = []
         reasons: dict[str, list[str]] = {}
         versions = self.versions
@@ -185,7 +183,6 @@ class Candidates:
             failures = self.predicate(task, node)
             if failures:
                 reasons[node.name] = failures
-                counts.update(failures)
                 continue
             entry = (-self.score(task, node), node.name, versions.get(node.name, 0))
             entries.append(entry)
@@ -196,8 +193,16 @@ class Candidates:
             del self._drafts[next(iter(self._drafts))]
         summary = FitSummary(len(nodes))
         if best is None:
-            summary.reasons = Counter({reason: n for reason, n in counts.items() if n > 0})
+            summary.reasons = _counted(reasons)
         return best, summary
+
+
+def _counted(reasons: dict[str, list[str]]) -> Counter[str]:
+    """Each node's reasons, counted over the nodes (in node order)."""
+    counts: Counter[str] = Counter()
+    for failures in reasons.values():
+        counts.update(failures)
+    return counts
 
 
 def carry(
