@@ -87,7 +87,7 @@ def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak:
         return (phase, baseline[1])
     if verdict.reason is Reason.NOT_ENOUGH_RESOURCES and session.found.fits.get(job.key):
         fits = session.found.fits[job.key]
-        placed = sum(1 for t in job.tasks if t.status in PLACED)
+        placed = job.placed()
         unready = max(job.min_member - placed - session.found.tentative.get(job.key, 0), len(fits))
         message = gang_unschedulable(unready, len(job.tasks), _words(session, job, fits))
     else:
@@ -97,20 +97,20 @@ def _waiting(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak:
 
 def _view(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: int) -> PodGroupStatusView:
     """The status this cycle gives a PodGroup; ``baseline`` (the last one written) when nothing new is known."""
-    tasks = job.tasks
-    succeeded = sum(1 for t in tasks if t.status is TaskStatus.SUCCEEDED)
-    finished = all(t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) for t in tasks)
+    tally = job.tally()
+    succeeded = tally.count(TaskStatus.SUCCEEDED)
+    finished = succeeded + tally.count(TaskStatus.FAILED) == len(job.tasks)
     if succeeded and finished and succeeded >= job.min_member:
         return ("Completed", ())
-    placed = sum(1 for t in tasks if t.status in PLACED)
+    placed = tally.count(*PLACED)
     if placed >= job.min_member:
         return ("Running", (_SCHEDULED,))
-    pipelined = [t for t in tasks if t.status is TaskStatus.PIPELINED]
+    pipelined = tally.pipelined
     if pipelined and placed + len(pipelined) >= job.min_member:
         phase = "Inqueue" if job.phase is PodGroupPhase.INQUEUE else "Pending"
-        message = gang_pipelined(len(pipelined), len(tasks), sorted({t.node for t in pipelined}))
+        message = gang_pipelined(len(pipelined), len(job.tasks), sorted({t.node for t in pipelined}))
         return (phase, (("Unschedulable", "True", Reason.WAITING_FOR_PREEMPTION.value, message),))
-    if not any(t.status is TaskStatus.PENDING for t in tasks) and job.key not in session.found.verdicts:
+    if not tally.pending and job.key not in session.found.verdicts:
         return baseline  # nothing was tried for it in this cycle: nothing new to say
     return _waiting(session, job, baseline, peak)
 

@@ -82,6 +82,21 @@ class SubGroup:
 
 
 @dataclass(slots=True, eq=False)
+class Tally:
+    """A job's tasks as they stand at one stamp of the job (``JobInfo.tally``): never change it."""
+
+    stamp: int
+    size: int  # how many tasks the job had
+    pending: list[TaskInfo]
+    asking: list[TaskInfo]  # the pending ones that ask for room (not best effort)
+    pipelined: list[TaskInfo]
+    statuses: dict[TaskStatus, int]  # how many tasks have each status
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(self.statuses.get(status, 0) for status in statuses)
+
+
+@dataclass(slots=True, eq=False)
 class JobInfo:
     key: ObjectKey
     group: PodGroup | None  # None for a lone pod: a gang of one in the default queue
@@ -101,6 +116,9 @@ class JobInfo:
     # its pending tasks as one (``retry``), with the tasks it was made of: kept while they are the same
     whole: tuple[list[TaskInfo], TaskInfo] | None = field(default=None, init=False)
     alike: bool | None = field(default=None, init=False)  # all its tasks asking for room have one shape
+    # moved on whenever a task of it changes status (``move``): what was known at one stamp holds at it
+    stamp: int = field(default=0, init=False)
+    _tally: Tally | None = field(default=None, init=False)
 
     def all_alike(self) -> bool:
         """Whether all its tasks that ask for room (not best-effort) have one shape (a task's
@@ -110,14 +128,37 @@ class JobInfo:
             self.alike = len(shapes) == 1
         return self.alike
 
+    def move(self, task: TaskInfo, status: TaskStatus, node: str) -> None:
+        """Give ``task`` (one of this job's) another status and node: the only way one changes."""
+        task.status, task.node = status, node
+        self.stamp += 1
+
+    def tally(self) -> Tally:
+        """Its tasks by status, counted once per stamp (a waiting gang is asked every cycle)."""
+        tally, tasks = self._tally, self.tasks
+        if tally is not None and tally.stamp == self.stamp and tally.size == len(tasks):
+            return tally
+        pending = [t for t in tasks if t.status is TaskStatus.PENDING]
+        statuses: dict[TaskStatus, int] = {}
+        for task in tasks:
+            statuses[task.status] = statuses.get(task.status, 0) + 1
+        self._tally = tally = Tally(
+            self.stamp, len(tasks), pending, [t for t in pending if not t.best_effort],
+            [t for t in tasks if t.status is TaskStatus.PIPELINED] if TaskStatus.PIPELINED in statuses else [],
+            statuses,
+        )  # fmt: skip
+        return tally
+
     def pending(self) -> list[TaskInfo]:
-        return [t for t in self.tasks if t.status is TaskStatus.PENDING]
+        """Its pending tasks, in task order (never change the list)."""
+        return self.tally().pending
 
     def placed(self) -> int:
-        return sum(1 for t in self.tasks if t.status in PLACED)
+        return self.tally().count(*PLACED)
 
     def pipelined(self) -> list[TaskInfo]:
-        return [t for t in self.tasks if t.status is TaskStatus.PIPELINED]
+        """Its pipelined tasks, in task order (never change the list)."""
+        return self.tally().pipelined
 
     def nodes(self) -> set[str]:
         """Nodes its placed members run on: a topology domain must hold them too."""

@@ -19,7 +19,6 @@ and a queue that can take the whole job's pending requests.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from domain import quantity
@@ -40,6 +39,8 @@ ROOMS = "retry-rooms"
 class Seen:
     """What one failed attempt saw, and what it found."""
 
+    job: JobInfo  # the job as it was then, at ``stamp``: while it is at that stamp, its tasks are as seen
+    stamp: int
     group: PodGroup | None
     phase: str
     tasks: list[tuple[Pod, TaskStatus]]
@@ -52,16 +53,24 @@ class Seen:
     fits: dict[str, FitSummary] = field(default_factory=dict)
     tentative: int | None = None
 
-    def same_job(
-        self, group: PodGroup | None, phase: str, tasks: Sequence[tuple[Pod, TaskStatus]], nodes: list[Node]
-    ) -> bool:
-        return (
-            _same_group(self.group, group)
-            and self.phase == phase
-            and len(self.tasks) == len(tasks)
-            and all(p is q and s == t for (p, s), (q, t) in zip(self.tasks, tasks, strict=True))
+    def same_job(self, job: JobInfo, nodes: list[Node]) -> bool:
+        """Whether ``job`` is as seen (its PodGroup, phase, and tasks: pods and statuses) on the same
+        node objects; a job built again is compared task by task, and taken as seen when it is."""
+        if not (
+            _same_group(self.group, job.group)
+            and self.phase == job.phase.value
             and (self.nodes is nodes or (len(self.nodes) == len(nodes) and all(map(operator.is_, self.nodes, nodes))))
-        )
+        ):
+            return False
+        if self.job is job and self.stamp == job.stamp:
+            return True
+        tasks = job.tasks
+        if len(self.tasks) != len(tasks) or not all(
+            p is t.pod and s == t.status for (p, s), t in zip(self.tasks, tasks, strict=True)
+        ):
+            return False
+        self.job, self.stamp = job, job.stamp
+        return True
 
 
 def _same_group(old: PodGroup | None, new: PodGroup | None) -> bool:
@@ -91,7 +100,7 @@ def can_keep(session: Session, job: JobInfo) -> bool:
 def _quota_covers(session: Session, job: JobInfo) -> bool:
     """Whether the job's queue can take all its pending requests at once."""
     queue = session.snapshot.queues.get(job.queue)
-    pending = [t for t in job.pending() if not t.best_effort]
+    pending = job.tally().asking
     if queue is None or not pending:
         return False
     if ExtensionPoint.ALLOCATABLE not in session.points:
@@ -100,7 +109,9 @@ def _quota_covers(session: Session, job: JobInfo) -> bool:
     if len(pending) == 1:  # the whole is the task (the callbacks read its request, priority and role)
         return session.allocatable(queue, first) is None
     kept = job.whole
-    if kept is not None and len(kept[0]) == len(pending) and all(map(operator.is_, kept[0], pending)):
+    if kept is not None and (
+        kept[0] is pending or (len(kept[0]) == len(pending) and all(map(operator.is_, kept[0], pending)))
+    ):
         whole = kept[1]
     else:
         whole = TaskInfo(first.key, first.pod, job.key, quantity.sum_lists(t.request for t in pending), first.status)
@@ -193,7 +204,8 @@ def look(session: Session, job: JobInfo) -> Seen:
     kept = _kept(session)
     tasks = [(t.pod, t.status) for t in job.tasks]
     room = _room(session, kept, names)
-    return Seen(job.group, job.phase.value, tasks, kept.nodes, names, room, session.candidates, session.candidates.tick)
+    candidates = session.candidates
+    return Seen(job, job.stamp, job.group, job.phase.value, tasks, kept.nodes, names, room, candidates, candidates.tick)
 
 
 def repeat(session: Session, job: JobInfo) -> bool:
@@ -202,11 +214,7 @@ def repeat(session: Session, job: JobInfo) -> bool:
     memo = _memo(session)
     last = memo.get(job.key)
     kept = _kept(session)
-    if (
-        last is None
-        or not last.same_job(job.group, job.phase.value, [(t.pod, t.status) for t in job.tasks], kept.nodes)
-        or not _same_room(session, last, kept)
-    ):
+    if last is None or not last.same_job(job, kept.nodes) or not _same_room(session, last, kept):
         memo.pop(job.key, None)
         return False
     found = session.found
@@ -223,7 +231,7 @@ def remember(session: Session, job: JobInfo, verdicts: int, fits: dict[str, FitS
     """Keep what the attempt just made for ``job`` found, if it failed: the verdicts after the
     first ``verdicts``, the fit summaries not in ``fits`` (those from before it)."""
     found = session.found
-    if not any(t.status is TaskStatus.PENDING for t in job.tasks) or job.placed() >= job.min_member:
+    if not job.pending() or job.placed() >= job.min_member:
         return
     seen = look(session, job)
     seen.verdicts = found.verdicts.get(job.key, [])[verdicts:]

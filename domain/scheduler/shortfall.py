@@ -69,12 +69,12 @@ def find(
         summary = _left_over(session, first, len(nodes), copies, others)
         failed = dict.fromkeys((t.key for t in ordered[placed:]), summary)
     for task in ordered[:placed]:  # as the attempt leaves them when the gang's readiness is asked
-        task.status = TaskStatus.ALLOCATED
+        job.move(task, TaskStatus.ALLOCATED, "")
     try:
         verdict = session.job_ready(job)
     finally:
         for task in ordered[:placed]:
-            task.status = TaskStatus.PENDING
+            job.move(task, TaskStatus.PENDING, "")
     if verdict is None:
         return None  # ready with fewer than ``need``: not a case this stands for
     return Shortfall(placed, failed, verdict)

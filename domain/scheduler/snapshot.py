@@ -157,7 +157,7 @@ def _hold_pipelined(snapshot: Snapshot, pipelined: list[TaskInfo]) -> None:
         node = snapshot.nodes.get(task.node)
         if node is None:
             snapshot.spoil(task.job)
-            task.status, task.node = TaskStatus.PENDING, ""
+            snapshot.jobs[task.job].move(task, TaskStatus.PENDING, "")
             continue
         quantity.add(node.idle, {k: -v for k, v in task.request.items()})
         snapshot.touched.add(node.name)  # the next cycle's snapshot builds this node again

@@ -45,18 +45,18 @@ class Statement:
         # A victim keeps holding its node until it is gone; its queue and job stop counting it.
         self._account(task, -1)
         self._prior[id(task)] = task.status
-        task.status = TaskStatus.RELEASING
+        self._move(task, TaskStatus.RELEASING, task.node)
         self.operations.append((Operation.EVICT, task, reason))
 
     def pipeline(self, task: TaskInfo, node: str) -> None:
         self._hold(task, node, +1)
-        task.status, task.node = TaskStatus.PIPELINED, node
+        self._move(task, TaskStatus.PIPELINED, node)
         self.operations.append((Operation.PIPELINE, task, node))
 
     def unpipeline(self, task: TaskInfo) -> None:
         node = task.node
         self._hold(task, node, -1)
-        task.status, task.node = TaskStatus.PENDING, ""
+        self._move(task, TaskStatus.PENDING, "")
         self.operations.append((Operation.UNPIPELINE, task, node))
 
     def hold(self, task: TaskInfo, node: str) -> None:
@@ -92,24 +92,27 @@ class Statement:
                 self._place(task, "", -1)
                 snapshot.closed(snapshot.jobs[task.job], committed=False)
             elif op is Operation.EVICT:
-                task.status = self._prior.pop(id(task))
+                self._move(task, self._prior.pop(id(task)), task.node)
                 self._account(task, +1)
             elif op is Operation.PIPELINE:
                 self._hold(task, node, -1)
-                task.status, task.node = TaskStatus.PENDING, ""
+                self._move(task, TaskStatus.PENDING, "")
             elif op is Operation.HOLD:
                 self._take(node, self._held.pop(), -1)
             else:
                 self._hold(task, node, +1)
-                task.status, task.node = TaskStatus.PIPELINED, node
+                self._move(task, TaskStatus.PIPELINED, node)
         self.operations = []
 
     def _place(self, task: TaskInfo, node: str, sign: int) -> None:
         """Place (+1) or take back (-1) an allocation; ``allocate``, ``commit`` and ``discard``
         tell the snapshot whether the job changed."""
         self._take(node or task.node, task.request, sign)
-        task.status, task.node = (TaskStatus.ALLOCATED, node) if sign > 0 else (TaskStatus.PENDING, "")
+        self._move(task, *((TaskStatus.ALLOCATED, node) if sign > 0 else (TaskStatus.PENDING, "")))
         self._charge(task, sign)
+
+    def _move(self, task: TaskInfo, status: TaskStatus, node: str) -> None:
+        self.session.snapshot.jobs[task.job].move(task, status, node)
 
     def _hold(self, task: TaskInfo, node: str, sign: int) -> None:
         """The task takes (+1) or gives back (-1) its request on ``node`` and in its domains."""

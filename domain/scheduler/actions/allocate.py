@@ -34,7 +34,7 @@ def execute(session: Session) -> None:
     held = {t.job for t in session.snapshot.pipelined}
     waiting: list[JobInfo] = []
     for job in session.snapshot.waiting_jobs():
-        if job.terminating or (job.key not in held and not any(not t.best_effort for t in job.pending())):
+        if job.terminating or (job.key not in held and not job.tally().asking):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_pending:
             continue

@@ -26,7 +26,7 @@ def _role_minimums(job: JobInfo) -> list[tuple[str, int]]:
 
 
 def _valid(job: JobInfo) -> Verdict | None:
-    valid = sum(1 for t in job.tasks if t.status is not TaskStatus.FAILED)
+    valid = len(job.tasks) - job.tally().count(TaskStatus.FAILED)
     if valid < job.min_member:
         message = f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}"
         return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)

@@ -154,3 +154,27 @@ def test_a_placement_of_a_task_that_was_not_plain_pending_has_its_job_built_agai
     else:
         statement.discard()
     assert view.spoiled == {job.key} and view.restored == set()
+
+
+def test_every_status_a_statement_gives_moves_the_job_on_and_its_tally_follows() -> None:
+    """What a job's tasks add up to is counted once per stamp (``JobInfo.tally``): each status a
+    statement gives a task, and each it gives back, moves the stamp, so no count is stale."""
+    job = _job()
+    tasks = [TaskInfo(ObjectKey(f"ns/p{n}"), cast(Pod, None), job.key, {"cpu": 1}, TaskStatus.PENDING) for n in (0, 1)]
+    job.tasks.extend(tasks)
+    node = NodeInfo("n1", cast(Node, None), {"cpu": 4}, {"cpu": 4}, {})
+    view = Snapshot({"n1": node}, {}, {job.key: job}, [], [], {})
+    statement = Statement(Session(view, SchedulerConfig()))
+    at_rest = job.tally()
+    assert at_rest.pending == tasks and job.tally() is at_rest and job.placed() == 0
+    stamps = [job.stamp]
+    statement.allocate(tasks[0], "n1")
+    stamps.append(job.stamp)
+    assert job.placed() == 1 and job.pending() == tasks[1:]
+    statement.pipeline(tasks[1], "n1")
+    stamps.append(job.stamp)
+    assert job.pipelined() == tasks[1:] and job.pending() == []
+    statement.discard()
+    stamps.append(job.stamp)
+    assert len(set(stamps)) == len(stamps)  # never back to an earlier stamp, though the tasks are
+    assert job.pending() == tasks and job.placed() == 0 and job.tally() is not at_rest
