@@ -21,7 +21,7 @@ from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.reasons import FitSummary, Reason, failed_words, gang_pipelined, gang_unschedulable, most_severe
 from domain.recorded import Pipelined
-from domain.scheduler.infos import PLACED, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from domain.scheduler.infos import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.state import ClusterState
 
@@ -102,7 +102,7 @@ def _view(session: Session, job: JobInfo, baseline: PodGroupStatusView, peak: in
     finished = succeeded + tally.count(TaskStatus.FAILED) == len(job.tasks)
     if succeeded and finished and succeeded >= job.min_member:
         return ("Completed", ())
-    placed = tally.count(*PLACED)
+    placed = tally.placed
     if placed >= job.min_member:
         return ("Running", (_SCHEDULED,))
     pipelined = tally.pipelined

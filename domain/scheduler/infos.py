@@ -91,9 +91,17 @@ class Tally:
     asking: list[TaskInfo]  # the pending ones that ask for room (not best effort)
     pipelined: list[TaskInfo]
     statuses: dict[TaskStatus, int]  # how many tasks have each status
+    placed: int  # how many count towards the gang's minimum (``PLACED``)
+    names: tuple[str, ...] | None = None  # the resources the pending ones ask for, sorted, once asked
+    ordered: tuple[object, list[TaskInfo]] | None = None  # ``asking`` in a session's task order, and its key
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(self.statuses.get(status, 0) for status in statuses)
+
+    def asked_names(self) -> tuple[str, ...]:
+        if self.names is None:
+            self.names = tuple(sorted({name for t in self.pending for name in t.request}))
+        return self.names
 
 
 @dataclass(slots=True, eq=False)
@@ -118,6 +126,7 @@ class JobInfo:
     alike: bool | None = field(default=None, init=False)  # all its tasks asking for room have one shape
     # moved on whenever a task of it changes status (``move``): what was known at one stamp holds at it
     stamp: int = field(default=0, init=False)
+    _moves: int = field(default=0, init=False)  # stamps given: each move takes a new one
     _tally: Tally | None = field(default=None, init=False)
 
     def all_alike(self) -> bool:
@@ -131,7 +140,13 @@ class JobInfo:
     def move(self, task: TaskInfo, status: TaskStatus, node: str) -> None:
         """Give ``task`` (one of this job's) another status and node: the only way one changes."""
         task.status, task.node = status, node
-        self.stamp += 1
+        self._moves += 1
+        self.stamp = self._moves
+
+    def rewind(self, stamp: int) -> None:
+        """Back to an earlier ``stamp``: only when every move since has been undone, so its tasks
+        are as they were then (later moves still take stamps never given)."""
+        self.stamp = stamp
 
     def tally(self) -> Tally:
         """Its tasks by status, counted once per stamp (a waiting gang is asked every cycle)."""
@@ -145,7 +160,7 @@ class JobInfo:
         self._tally = tally = Tally(
             self.stamp, len(tasks), pending, [t for t in pending if not t.best_effort],
             [t for t in tasks if t.status is TaskStatus.PIPELINED] if TaskStatus.PIPELINED in statuses else [],
-            statuses,
+            statuses, sum(n for status, n in statuses.items() if status in PLACED),
         )  # fmt: skip
         return tally
 
@@ -154,7 +169,7 @@ class JobInfo:
         return self.tally().pending
 
     def placed(self) -> int:
-        return self.tally().count(*PLACED)
+        return self.tally().placed
 
     def pipelined(self) -> list[TaskInfo]:
         """Its pipelined tasks, in task order (never change the list)."""

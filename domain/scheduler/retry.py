@@ -200,7 +200,7 @@ def tried(session: Session, job: JobInfo) -> bool:
 def look(session: Session, job: JobInfo) -> Seen:
     """What an attempt for ``job`` sees now (its findings still empty). A failed plain attempt
     leaves the nodes and the job as it found them, so a look after it sees what it saw."""
-    names = tuple(sorted({name for t in job.pending() for name in t.request}))
+    names = job.tally().asked_names()
     kept = _kept(session)
     tasks = [(t.pod, t.status) for t in job.tasks]
     room = _room(session, kept, names)

@@ -12,7 +12,9 @@ summary, the gang's verdict with those tasks placed) at the cost of one look at 
 shape fits on (its node ranking knows which, and why the others do not), instead of a
 placement, a ranking question and an undo per task. Allocate uses it only for a plain attempt
 (``retry.can_keep``: node-local predicates and scores, no topology, no pipelined members) whose
-queue takes all the tasks at once, so no quota check could stop it earlier.
+queue takes all the tasks at once, so no quota check could stop it earlier. The copies (and the
+left-over summary) depend on the shape and the nodes' room alone: they are counted once per
+shape while no node changes (the candidates' ``tick``), for every gang of it that waits.
 ``tests/unit/domain/scheduler/test_shortfall.py`` checks it against the attempts it stands for.
 """
 
@@ -24,9 +26,12 @@ from dataclasses import dataclass
 
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler import placement
+from domain.scheduler.candidates import Candidates
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
+
+ROOMS = "shortfall-rooms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,28 +51,19 @@ def find(
     first = tasks[0]
     if not job.all_alike():
         return None
-    wanted = [(name, amount) for name, amount in first.request.items() if amount > 0]
-    if not wanted:
-        return None
-    standing = placement.standing(session, first, nodes)
-    if standing is None:
-        return None  # a shape asked once at most: the attempt's scan answers
-    feasible, others = standing
-    copies: list[tuple[NodeInfo, int]] = []  # in no set order: only their sums are read
-    total = 0
-    for node in feasible:
-        idle = node.idle
-        copies.append((node, min(idle.get(name, 0) // amount for name, amount in wanted)))
-        total += copies[-1][1]
-        if total >= need:
-            return None  # enough fit: where they go is the attempt's to say
-    placed = min(total, len(tasks))
+    room = _room(session, first, nodes, need)
+    if room is None or room.total >= need:
+        return None  # a shape asked once at most (the attempt's scan answers), or enough fit
+    placed = min(room.total, len(tasks))
     # The attempt places the first ``placed`` tasks in task order (none: no order to take).
-    ordered = sorted(tasks, key=session.task_key) if placed else tasks
+    ordered = _in_task_order(session, job, tasks) if placed else tasks
     failed: dict[str, FitSummary] = {}
     if placed < len(ordered):
-        summary = _left_over(session, first, len(nodes), copies, others)
+        if room.summary is None:
+            room.summary = _left_over(session, first, len(nodes), room.copies or [], room.others)
+        summary = room.summary
         failed = dict.fromkeys((t.key for t in ordered[placed:]), summary)
+    stamp = job.stamp
     for task in ordered[:placed]:  # as the attempt leaves them when the gang's readiness is asked
         job.move(task, TaskStatus.ALLOCATED, "")
     try:
@@ -75,9 +71,72 @@ def find(
     finally:
         for task in ordered[:placed]:
             job.move(task, TaskStatus.PENDING, "")
+        job.rewind(stamp)
     if verdict is None:
         return None  # ready with fewer than ``need``: not a case this stands for
     return Shortfall(placed, failed, verdict)
+
+
+def _in_task_order(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """``tasks`` (some of the job's asking ones, in job order) in the session's task order:
+    all of them are sorted once per stamp of the job and configuration (a task's key is its
+    own: its priority and name)."""
+    tally = job.tally()
+    if len(tasks) != len(tally.asking):
+        return sorted(tasks, key=session.task_key)
+    if tally.ordered is None or tally.ordered[0] is not session.config:
+        tally.ordered = (session.config, sorted(tally.asking, key=session.task_key))
+    return tally.ordered[1]
+
+
+@dataclass(slots=True, eq=False)
+class _Room:
+    """How many copies of one shape the nodes it fits on take: all of them, each node's counted,
+    or (``copies`` None) at least ``total``, as many as a gang needed."""
+
+    nodes: Sequence[NodeInfo]
+    total: int
+    copies: list[tuple[NodeInfo, int]] | None  # in no set order: only their sums are read
+    others: Counter[str]  # the reasons of the nodes it does not fit on, counted
+    summary: FitSummary | None = None  # why a copy more fits nowhere (``_left_over``), once asked
+
+
+@dataclass(slots=True, eq=False)
+class _Rooms:
+    """Each shape's ``_Room`` while no node changes (the candidates' ``tick``): every gang of
+    that shape that cannot fit in a cycle asks the same."""
+
+    candidates: Candidates
+    tick: int
+    shapes: dict[tuple[object, ...], _Room]
+
+
+def _room(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int) -> _Room | None:
+    """The copies of ``task``'s shape that ``nodes`` hold now, counted until ``need`` of them
+    fit; None for a shape that asks for nothing or has no node ranking yet."""
+    kept, candidates = session.kept.get(ROOMS), session.candidates
+    if not isinstance(kept, _Rooms) or kept.candidates is not candidates or kept.tick != candidates.tick:
+        kept = session.kept[ROOMS] = _Rooms(candidates, candidates.tick, {})
+    shape = task.shape()
+    room = kept.shapes.get(shape)
+    if room is not None and room.nodes is nodes and (room.copies is not None or room.total >= need):
+        return room
+    wanted = [(name, amount) for name, amount in task.request.items() if amount > 0]
+    standing = placement.standing(session, task, nodes) if wanted else None
+    if standing is None:
+        return None
+    feasible, others = standing
+    copies: list[tuple[NodeInfo, int]] = []
+    total = 0
+    for node in feasible:
+        idle = node.idle
+        copies.append((node, min(idle.get(name, 0) // amount for name, amount in wanted)))
+        total += copies[-1][1]
+        if total >= need:  # enough fit: where they go is the attempt's to say
+            room = kept.shapes[shape] = _Room(nodes, total, None, others)
+            return room
+    room = kept.shapes[shape] = _Room(nodes, total, copies, Counter(others))
+    return room
 
 
 def _left_over(

@@ -51,8 +51,8 @@ class Snapshot:
     dropped: list[JobInfo] = field(default_factory=list)  # jobs the queue rules took out of the snapshot
     spoiled: set[ObjectKey] = field(default_factory=set)  # jobs this session changed (see ``JobTable``)
     restored: set[ObjectKey] = field(default_factory=set)  # jobs placed tentatively and restored exactly
-    # job -> its placements neither committed nor discarded yet, and its ``allocated`` before the first
-    _open: dict[ObjectKey, tuple[int, ResourceList]] = field(default_factory=dict)
+    # job -> its placements neither committed nor discarded yet, its ``allocated`` and stamp before the first
+    _open: dict[ObjectKey, tuple[int, ResourceList, int]] = field(default_factory=dict)
     _own_jobs: bool = False  # ``jobs`` is its own dict, not the job table's (see ``drop``)
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
@@ -88,8 +88,8 @@ class Snapshot:
 
     def opened(self, job: JobInfo) -> None:
         """A pending task of ``job`` is placed tentatively (its statement is still open)."""
-        count, before = self._open.get(job.key, (0, job.allocated))
-        self._open[job.key] = (count + 1, dict(before) if count == 0 else before)
+        count, before, stamp = self._open.get(job.key, (0, job.allocated, job.stamp))
+        self._open[job.key] = (count + 1, dict(before) if count == 0 else before, stamp)
 
     def closed(self, job: JobInfo, *, committed: bool) -> None:
         """A tentative placement of ``job`` is committed (the next snapshot builds the job again)
@@ -97,14 +97,15 @@ class Snapshot:
         job is as it was before them, once its ``allocated`` is too (adding and taking back a
         request leaves zero amounts behind): the next snapshot keeps it, and only close looks at
         it again, as it looks at a job built again."""
-        count, before = self._open.pop(job.key)
+        count, before, stamp = self._open.pop(job.key)
         if committed:
             self.spoil(job.key)
         if count > 1:
-            self._open[job.key] = (count - 1, before)
+            self._open[job.key] = (count - 1, before, stamp)
         elif job.key not in self.spoiled:
             job.allocated.clear()
             job.allocated.update(before)
+            job.rewind(stamp)  # its tasks too are as they were
             self.restored.add(job.key)
 
     def ancestors(self, name: str) -> list[QueueInfo]:

@@ -178,3 +178,24 @@ def test_every_status_a_statement_gives_moves_the_job_on_and_its_tally_follows()
     stamps.append(job.stamp)
     assert len(set(stamps)) == len(stamps)  # never back to an earlier stamp, though the tasks are
     assert job.pending() == tasks and job.placed() == 0 and job.tally() is not at_rest
+
+
+def test_placements_all_discarded_take_the_job_back_to_its_stamp() -> None:
+    """A job whose tentative placements are all discarded is as it was (``Snapshot.closed``):
+    its stamp goes back; a later move takes a stamp never given before."""
+    job = _job()
+    tasks = [TaskInfo(ObjectKey(f"ns/p{n}"), cast(Pod, None), job.key, {"cpu": 1}, TaskStatus.PENDING) for n in (0, 1)]
+    job.tasks.extend(tasks)
+    node = NodeInfo("n1", cast(Node, None), {"cpu": 4}, {"cpu": 4}, {})
+    view = Snapshot({"n1": node}, {}, {job.key: job}, [], [], {})
+    statement = Statement(Session(view, SchedulerConfig()))
+    at_rest, stamp = job.tally(), job.stamp
+    statement.allocate(tasks[0], "n1")
+    statement.allocate(tasks[1], "n1")
+    moved = job.tally()
+    assert moved.placed == 2
+    statement.discard()
+    assert job.stamp == stamp and view.restored == {job.key}
+    assert job.tally().pending == at_rest.pending == tasks and job.placed() == 0
+    statement.allocate(tasks[0], "n1")
+    assert job.stamp not in (stamp, moved.stamp) and job.placed() == 1
