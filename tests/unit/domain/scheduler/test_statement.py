@@ -156,15 +156,20 @@ def test_a_placement_of_a_task_that_was_not_plain_pending_has_its_job_built_agai
     assert view.spoiled == {job.key} and view.restored == set()
 
 
-def test_every_status_a_statement_gives_moves_the_job_on_and_its_tally_follows() -> None:
-    """What a job's tasks add up to is counted once per stamp (``JobInfo.tally``): each status a
-    statement gives a task, and each it gives back, moves the stamp, so no count is stale."""
+def _two_pending() -> tuple[JobInfo, list[TaskInfo], Snapshot, Statement]:
+    """A job of two pending tasks, on a snapshot of one node with room for both, and a statement."""
     job = _job()
     tasks = [TaskInfo(ObjectKey(f"ns/p{n}"), cast(Pod, None), job.key, {"cpu": 1}, TaskStatus.PENDING) for n in (0, 1)]
     job.tasks.extend(tasks)
     node = NodeInfo("n1", cast(Node, None), {"cpu": 4}, {"cpu": 4}, {})
     view = Snapshot({"n1": node}, {}, {job.key: job}, [], [], {})
-    statement = Statement(Session(view, SchedulerConfig()))
+    return job, tasks, view, Statement(Session(view, SchedulerConfig()))
+
+
+def test_every_status_a_statement_gives_moves_the_job_on_and_its_tally_follows() -> None:
+    """What a job's tasks add up to is counted once per stamp (``JobInfo.tally``): each status a
+    statement gives a task, and each it gives back, moves the stamp, so no count is stale."""
+    job, tasks, _, statement = _two_pending()
     at_rest = job.tally()
     assert at_rest.pending == tasks and job.tally() is at_rest and job.placed() == 0
     stamps = [job.stamp]
@@ -183,12 +188,7 @@ def test_every_status_a_statement_gives_moves_the_job_on_and_its_tally_follows()
 def test_placements_all_discarded_take_the_job_back_to_its_stamp() -> None:
     """A job whose tentative placements are all discarded is as it was (``Snapshot.closed``):
     its stamp goes back; a later move takes a stamp never given before."""
-    job = _job()
-    tasks = [TaskInfo(ObjectKey(f"ns/p{n}"), cast(Pod, None), job.key, {"cpu": 1}, TaskStatus.PENDING) for n in (0, 1)]
-    job.tasks.extend(tasks)
-    node = NodeInfo("n1", cast(Node, None), {"cpu": 4}, {"cpu": 4}, {})
-    view = Snapshot({"n1": node}, {}, {job.key: job}, [], [], {})
-    statement = Statement(Session(view, SchedulerConfig()))
+    job, tasks, view, statement = _two_pending()
     at_rest, stamp = job.tally(), job.stamp
     statement.allocate(tasks[0], "n1")
     statement.allocate(tasks[1], "n1")
