@@ -8,6 +8,7 @@ the most severe reason of everything that held it back in this cycle.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -90,13 +91,17 @@ def gang_unschedulable(unready: int, tasks: int, words: str) -> str:
     return f"{unready}/{tasks} tasks in gang unschedulable: {words}"
 
 
-def failed_words(failed: list[tuple[str, FitSummary]]) -> str:
+def failed_words(first: tuple[str, FitSummary] | None, summaries: Collection[FitSummary]) -> str:
     """One word per task that found no node (its most frequent node-level reason, most common
-    first), then the node summary of the first of them, as upstream's "Origin reason"."""
-    tops: dict[int, str] = {}  # id(summary) -> its top reason: twins of a task share one summary
-    counts = Counter(tops.get(id(s)) or tops.setdefault(id(s), s.top()) for _, s in failed)
+    first; ``summaries`` has one per task, in any order), then the node summary of the ``first``
+    of them (its name and summary), as upstream's "Origin reason"."""
+    if len(set(map(id, summaries))) == 1:  # twins of one task, as a shortfall finds them
+        counts = Counter({next(iter(summaries)).top(): len(summaries)})
+    else:
+        tops: dict[int, str] = {}  # id(summary) -> its top reason: twins of a task share one summary
+        counts = Counter(tops.get(id(s)) or tops.setdefault(id(s), s.top()) for s in summaries)
     words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
-    if failed:
-        name, summary = failed[0]
+    if first is not None:
+        name, summary = first
         words += f". Origin reason is {name}: {summary.message()}"
     return words

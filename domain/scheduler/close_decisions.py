@@ -64,7 +64,9 @@ def _words(session: Session, job: JobInfo, fits: dict[ObjectKey, FitSummary]) ->
         kept = session.kept[WORDS] = _Words(session, before, {})  # only the jobs asked last time stay
     entry = kept.now.get(job.key) or kept.before.get(job.key)
     if entry is None or entry[0] is not job.tasks or entry[1] != fits:
-        words = failed_words([(t.pod.metadata.name, fits[t.key]) for t in job.tasks if t.key in fits])
+        # Every task in ``fits`` is one of the job's (an attempt's findings are its own tasks').
+        first = next(((t.pod.metadata.name, fits[t.key]) for t in job.tasks if t.key in fits), None)
+        words = failed_words(first, fits.values())
         entry = (job.tasks, dict(fits), words)
     kept.now[job.key] = entry
     return entry[2]

@@ -56,9 +56,13 @@ class Seen:
     def same_job(self, job: JobInfo, nodes: list[Node]) -> bool:
         """Whether ``job`` is as seen (its PodGroup, phase, and tasks: pods and statuses) on the same
         node objects; a job built again is compared task by task, and taken as seen when it is."""
+        if self.group is not job.group:
+            # The same written again with another status is the same to an attempt (it reads no status).
+            if self.group is None or job.group is None or not same_but_status(self.group, job.group):
+                return False
+            self.group = job.group
         if not (
-            _same_group(self.group, job.group)
-            and self.phase == job.phase.value
+            self.phase == job.phase.value
             and (self.nodes is nodes or (len(self.nodes) == len(nodes) and all(map(operator.is_, self.nodes, nodes))))
         ):
             return False
@@ -71,11 +75,6 @@ class Seen:
             return False
         self.job, self.stamp = job, job.stamp
         return True
-
-
-def _same_group(old: PodGroup | None, new: PodGroup | None) -> bool:
-    """The same PodGroup, or the same written again with another status (an attempt reads no status)."""
-    return old is new or (old is not None and new is not None and same_but_status(old, new))
 
 
 def _memo(session: Session) -> dict[str, Seen]:

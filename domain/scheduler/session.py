@@ -237,7 +237,8 @@ class JobQueues:
     def __next__(self) -> JobInfo:
         if not self._waiting:
             raise StopIteration
-        name = min(self._waiting, key=self._session.queue_key_of)
+        waiting = self._waiting
+        name = next(iter(waiting)) if len(waiting) == 1 else min(waiting, key=self._session.queue_key_of)
         heap = self._waiting[name]
         _, job = heapq.heappop(heap)
         if not heap:

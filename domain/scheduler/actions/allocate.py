@@ -118,7 +118,8 @@ def _place(
             _keep_waiting(session, held)
             return False
     if attempt is None:
-        tasks = [t for t in job.pending() if not t.best_effort and t.key not in failed]
+        asking = job.tally().asking
+        tasks = [t for t in asking if t.key not in failed] if failed else asking
         need = job.min_member - job.placed()
         short = shortfall.find(session, job, tasks, session.snapshot.node_list(), need) if covered else None
         if short is not None:  # alike tasks, too few of them fit: the attempt's findings without it

@@ -360,12 +360,14 @@ def test_gang_message_counts_tasks_then_gives_the_first_failed_tasks_node_summar
     gpu, taint = FitSummary(4), FitSummary(4)
     gpu.add(["Insufficient nvidia.com/gpu"] * 3 + [UNTOLERATED_TAINT])
     taint.add([UNTOLERATED_TAINT] * 4)
-    message = gang_unschedulable(3, 4, failed_words([("w-1", gpu), ("w-2", gpu), ("w-3", taint)]))
+    message = gang_unschedulable(3, 4, failed_words(("w-1", gpu), [gpu, taint, gpu]))
     assert message == (
         "3/4 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint. "
         "Origin reason is w-1: 0/4 nodes are unavailable: "
         "3 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint."
     )
+    twins = failed_words(("w-1", gpu), [gpu, gpu])  # one summary for all: its top counted once
+    assert twins.startswith("2 Insufficient nvidia.com/gpu. Origin reason is w-1: 0/4 nodes")
 
 
 def test_the_predicates_plugin_answers_as_fit_failures_with_its_answers_kept() -> None:
