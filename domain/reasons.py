@@ -95,11 +95,11 @@ def failed_words(first: tuple[str, FitSummary] | None, summaries: Collection[Fit
     """One word per task that found no node (its most frequent node-level reason, most common
     first; ``summaries`` has one per task, in any order), then the node summary of the ``first``
     of them (its name and summary), as upstream's "Origin reason"."""
-    if len(set(map(id, summaries))) == 1:  # twins of one task, as a shortfall finds them
-        counts = Counter({next(iter(summaries)).top(): len(summaries)})
-    else:
-        tops: dict[int, str] = {}  # id(summary) -> its top reason: twins of a task share one summary
-        counts = Counter(tops.get(id(s)) or tops.setdefault(id(s), s.top()) for s in summaries)
+    alike = Counter(map(id, summaries))  # twins of a task share one summary: its top is found once
+    each = dict(zip(map(id, summaries), summaries, strict=True))
+    counts: Counter[str] = Counter()
+    for key, n in alike.items():
+        counts[each[key].top()] += n
     words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
     if first is not None:
         name, summary = first

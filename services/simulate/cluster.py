@@ -22,6 +22,7 @@ statuses, Rejects) have no object here to act on; they are counted in ``ignored`
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import Counter
 from typing import Any, BinaryIO
@@ -42,6 +43,18 @@ from services.traces.model import Job, Node
 
 POLICY = "schedstream"
 _UIDS = uuid.UUID("0b7e3c52-3f5e-4d8a-9a4b-5e2f6c1d7a90")
+
+
+# An object's uid and creation timestamp are made once (``SimCluster.meta``): a PodGroup's status
+# and each move of a pod write the object again.
+_wall = functools.lru_cache(maxsize=1 << 16)(wall)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _uid(path: str) -> str:
+    return str(uuid.uuid5(_UIDS, path))
+
+
 _ENCODE = msgspec.json.Encoder()
 
 
@@ -94,11 +107,8 @@ class SimCluster:
         ``attempt``), ``creationTimestamp`` at simulated second ``created``, and our namespace
         unless the kind is cluster-scoped."""
         namespace = self.namespace if namespaced else ""
-        meta: dict[str, Any] = {
-            "name": name,
-            "uid": str(uuid.uuid5(_UIDS, f"{self.cluster}/{kind}/{namespace}/{name}/{attempt}")),
-            "creationTimestamp": wall(created),
-        }
+        uid = _uid(f"{self.cluster}/{kind}/{namespace}/{name}/{attempt}")
+        meta: dict[str, Any] = {"name": name, "uid": uid, "creationTimestamp": _wall(created)}
         if namespaced:
             meta["namespace"] = namespace
         return meta
@@ -213,7 +223,8 @@ class SimCluster:
         elif decision.kind is DecisionKind.POD_GROUP_STATUS and target.name in self.groups:
             self._group_status(self.groups[target.name], decision)
         elif decision.kind is DecisionKind.QUEUE_STATUS:
-            status = {"state": decision.fields["state"], "allocated": decision.fields["allocated"]}
+            fields = decision.fields
+            status = {"state": fields["state"], "allocated": fields["allocated"]}
             self.emit("MODIFIED", self._queue_object(target.name, status))
         elif decision.kind is DecisionKind.EVICT and target.kind == "Pod" and target.name in self.pods:
             self._evict(self.pods[target.name])
@@ -260,12 +271,13 @@ class SimCluster:
         self.track()
 
     def _group_status(self, group: SimGroup, decision: Decision) -> None:
-        group.status = {"phase": decision.fields["phase"], "conditions": decision.fields["conditions"]}
-        for condition in decision.fields["conditions"]:
+        fields = decision.fields  # made anew at each ask
+        group.status = {"phase": fields["phase"], "conditions": fields["conditions"]}
+        for condition in fields["conditions"]:
             if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
                 self.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
         self.emit("MODIFIED", self._group_object(group))
-        if decision.fields["phase"] == "Completed":
+        if fields["phase"] == "Completed":
             self.delete_group(group, self._group_object(group))
 
     def delete_group(self, group: SimGroup, manifest: dict[str, Any]) -> None:
