@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -45,6 +46,7 @@ from domain.events import peek_cluster
 from domain.scheduler.config import SchedulerConfig
 from ops.local_kafka import LocalKafka
 from ops.local_postgres import LocalPostgres, LocalPostgresError
+from services.cli import GC_THRESHOLDS
 from services.pipeline import CLOCK_HEADER, CLOCK_STREAM, Pipeline, Record
 from services.record_files import marker_clusters
 from services.simulate.run import load, simulate
@@ -395,6 +397,7 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated rows to leave out")
     parser.add_argument("--rates", default="100,2000", help="events/s of the latency rows (30 s and 15 s of events)")
     args = parser.parse_args()
+    gc.set_threshold(*GC_THRESHOLDS)  # as every `schedstream` command runs (replay is measured in this process)
     skip = set(args.skip.split(","))
     rates = [int(rate) for rate in args.rates.split(",")]
     name, lines = openb_stream()
