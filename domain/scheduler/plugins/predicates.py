@@ -35,6 +35,10 @@ def build(options: Mapping[str, object]) -> Plugin:
         if not isinstance(answers, dict):
             answers = session.kept[kept_as] = {}
         known: Answers = answers
+        nodes = session.snapshot.nodes
+        if len(known) > len(nodes):  # nodes left the cluster: their answers go (kept for at most twice the nodes)
+            for name in [name for name in known if name not in nodes]:
+                del known[name]
 
         def predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
             entry = known.get(node.name)

@@ -391,3 +391,22 @@ def test_the_predicates_plugin_answers_as_fit_failures_with_its_answers_kept() -
                     task = TaskInfo(ObjectKey("ns/p"), pod, ObjectKey("ns/p"), pod.spec.requests(), TaskStatus.PENDING)
                     assert session.predicate(task, info) == fit_failures(pod, task.request, node, free)
     assert len(kept) == 1
+
+
+def test_the_answers_of_nodes_that_left_are_dropped() -> None:
+    """A long-running worker sees nodes come and go: the kept answers follow the snapshot's
+    nodes (a session over fewer nodes than are kept drops the others')."""
+    kept: dict[str, object] = {}
+    node = b.typed(FIT_CASES[0].node)
+    pod = b.typed(FIT_CASES[0].pod)
+    assert isinstance(node, Node) and isinstance(pod, Pod)
+    task = TaskInfo(ObjectKey("ns/p"), pod, ObjectKey("ns/p"), pod.spec.requests(), TaskStatus.PENDING)
+    infos = {n: NodeInfo(n, node, node.allocatable(), node.allocatable(), {}) for n in ("n-1", "n-2")}
+    for names in (["n-1", "n-2"], ["n-1"]):
+        session = Session(Snapshot({n: infos[n] for n in names}, {}, {}, [], [], {}), SchedulerConfig())
+        session.kept = kept
+        predicates_plugin.build({}).on_open(session)
+        for name in names:
+            session.predicate(task, infos[name])
+    (answers,) = kept.values()
+    assert isinstance(answers, dict) and sorted(answers) == ["n-1"]
