@@ -47,8 +47,6 @@ class Seen:
     nodes: list[Node]
     names: tuple[str, ...]  # the resources the job asks for
     room: tuple[int, ...]  # each node's free room in ``names``, in node order
-    source: Candidates  # whose ``tick`` the room is known at
-    tick: int
     verdicts: list[Verdict] = field(default_factory=list)
     fits: dict[str, FitSummary] = field(default_factory=dict)
     tentative: int | None = None
@@ -173,21 +171,13 @@ def _room(session: Session, kept: _Rooms, names: tuple[str, ...]) -> tuple[int, 
 
 
 def _same_room(session: Session, last: Seen, kept: _Rooms) -> bool:
-    """Whether the nodes have the free room ``last`` saw. On the same node list and candidates,
-    only the nodes they say changed since then are read; the room ``last`` holds is then the
-    room now, known at the candidates' tick."""
-    candidates = session.candidates
-    changed = candidates.changed_since(last.tick) if last.source is candidates and last.nodes is kept.nodes else None
-    if changed is None:
-        if _room(session, kept, last.names) != last.room:
-            return False
-    elif changed:
-        names, room, width, nodes = last.names, last.room, len(last.names), session.snapshot.nodes
-        for name in set(changed):
-            start, idle = kept.positions[name] * width, nodes[name].idle
-            if any(idle.get(resource, 0) != room[start + k] for k, resource in enumerate(names)):
-                return False
-    last.source, last.tick = candidates, candidates.tick
+    """Whether the nodes have the free room ``last`` saw. The room now is read once per tick of
+    the candidates for each set of resource names (``_room``), and every gang that saw it is
+    given that same tuple, so most gangs compare by identity."""
+    room = _room(session, kept, last.names)
+    if room is not last.room and room != last.room:
+        return False
+    last.room = room
     return True
 
 
@@ -203,8 +193,7 @@ def look(session: Session, job: JobInfo) -> Seen:
     kept = _kept(session)
     tasks = [(t.pod, t.status) for t in job.tasks]
     room = _room(session, kept, names)
-    candidates = session.candidates
-    return Seen(job, job.stamp, job.group, job.phase.value, tasks, kept.nodes, names, room, candidates, candidates.tick)
+    return Seen(job, job.stamp, job.group, job.phase.value, tasks, kept.nodes, names, room)
 
 
 def repeat(session: Session, job: JobInfo) -> bool:
