@@ -23,7 +23,8 @@ def execute(session: Session) -> None:
         queue = snapshot.queues.get(job.queue)
         if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
             continue
-        waiting = [t for t in job.pending() if t.best_effort]
+        tally = job.tally()
+        waiting = [t for t in tally.pending if t.best_effort] if len(tally.pending) > len(tally.asking) else []
         # Validity only matters (and only is asked) for a job with best-effort tasks waiting.
         if waiting and session.job_valid(job) is None:
             tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in waiting)
