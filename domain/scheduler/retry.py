@@ -223,6 +223,7 @@ def remember(session: Session, job: JobInfo, verdicts: int, fits: dict[str, FitS
         return
     seen = look(session, job)
     seen.verdicts = found.verdicts.get(job.key, [])[verdicts:]
-    seen.fits = {k: v for k, v in found.fits.get(job.key, {}).items() if fits.get(k) is not v}
+    now = found.fits.get(job.key, {})
+    seen.fits = {k: v for k, v in now.items() if fits.get(k) is not v} if fits else dict(now)
     seen.tentative = found.tentative.get(job.key)
     _memo(session)[job.key] = seen
