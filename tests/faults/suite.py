@@ -269,11 +269,13 @@ class Deployment:
                 stderr=subprocess.STDOUT,
             )
 
-    def store_complete(self) -> bool:
+    def store_complete(self) -> bool | None:
+        """Whether the store holds every decision with none left to publish; None while
+        PostgreSQL cannot say (an outage the injector made)."""
         try:
             return self.store.count("decisions") >= len(self.truth.decisions) and not self.store.pending_outbox(1)
-        except Exception:  # PostgreSQL is away: not complete
-            return False
+        except Exception:
+            return None
 
     def supervise(self, injector: threading.Thread, timeout: float) -> None:
         """Keep the worker slots running (restart what dies) until the faults are done and
@@ -299,11 +301,15 @@ class Deployment:
                 for slot, proc in enumerate(self.slots):
                     if proc is None or proc.poll() is None:
                         continue
-                    self.slots[slot] = None
                     if proc.returncode != 0:  # killed, or stopped on a failure: restart it
                         self.outcome.restarts += 1
                         self.start(slot)
-                    elif not running and not self.store_complete():  # "idle" with work left: a bug
+                        continue
+                    complete = self.store_complete() if not running else True
+                    if complete is None:  # an idle exit while PostgreSQL is away: judge it when it is back
+                        continue
+                    self.slots[slot] = None
+                    if not complete:  # "idle" with work left: a bug
                         self.outcome.early_exits += 1
                         self.start(slot)
                     elif not running and injector.is_alive():  # done early; faults still to come
