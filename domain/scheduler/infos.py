@@ -94,6 +94,7 @@ class Tally:
     placed: int  # how many count towards the gang's minimum (``PLACED``)
     names: tuple[str, ...] | None = None  # the resources the pending ones ask for, sorted, once asked
     ordered: tuple[object, list[TaskInfo]] | None = None  # ``asking`` in a session's task order, and its key
+    whole: TaskInfo | None = None  # ``asking`` as one task (``retry``), once asked
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(self.statuses.get(status, 0) for status in statuses)
@@ -121,8 +122,6 @@ class JobInfo:
     priority: int = 0
     subgroups: list[SubGroup] = field(default_factory=list)  # sub-gangs (subGroupPolicy), by name
     min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy -> sub-gangs needed ready
-    # its pending tasks as one (``retry``), with the tasks it was made of: kept while they are the same
-    whole: tuple[list[TaskInfo], TaskInfo] | None = field(default=None, init=False)
     alike: bool | None = field(default=None, init=False)  # all its tasks asking for room have one shape
     # moved on whenever a task of it changes status (``move``): what was known at one stamp holds at it
     stamp: int = field(default=0, init=False)

@@ -97,7 +97,8 @@ def can_keep(session: Session, job: JobInfo) -> bool:
 def _quota_covers(session: Session, job: JobInfo) -> bool:
     """Whether the job's queue can take all its pending requests at once."""
     queue = session.snapshot.queues.get(job.queue)
-    pending = job.tally().asking
+    tally = job.tally()
+    pending = tally.asking
     if queue is None or not pending:
         return False
     if ExtensionPoint.ALLOCATABLE not in session.points:
@@ -105,15 +106,11 @@ def _quota_covers(session: Session, job: JobInfo) -> bool:
     first = pending[0]
     if len(pending) == 1:  # the whole is the task (the callbacks read its request, priority and role)
         return session.allocatable(queue, first) is None
-    kept = job.whole
-    if kept is not None and (
-        kept[0] is pending or (len(kept[0]) == len(pending) and all(map(operator.is_, kept[0], pending)))
-    ):
-        whole = kept[1]
-    else:
+    whole = tally.whole
+    if whole is None:
         whole = TaskInfo(first.key, first.pod, job.key, quantity.sum_lists(t.request for t in pending), first.status)
         whole.priority, whole.role = first.priority, first.role
-        job.whole = (pending, whole)
+        tally.whole = whole
     return session.allocatable(queue, whole) is None
 
 
