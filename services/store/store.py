@@ -8,6 +8,7 @@ it, and the consumer's offsets in the database say exactly what was processed.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -136,20 +137,31 @@ class Store:
     def _copy(conn: Connection, target: str, table: Any, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """COPY rows of ``table``'s shape into ``target`` on the transaction's own connection (a
         column a row leaves out gets its default); a database error is raised as SQLAlchemy raises
-        it (IntegrityError for a duplicate key). Returns the columns written."""
-        columns = [c for c in table.columns if c.name in rows[0] or c.default is not None]
-        defaults = {c.name: c.default.arg for c in columns if c.default is not None and c.default.is_scalar}
+        it (IntegrityError for a duplicate key). Returns the columns written.
+
+        The first row's columns come first, then those only a default fills; a row with the
+        first row's keys (every row a batch makes) is read with one ``itemgetter`` call."""
+        first = rows[0].keys()
+        given = [c.name for c in table.columns if c.name in first]
+        filled = [c for c in table.columns if c.name not in first and c.default is not None]
+        names = given + [c.name for c in filled]
+        defaults = {c.name: c.default.arg for c in filled if c.default.is_scalar}
+        tail = tuple(defaults.get(c.name) for c in filled)
+        get = operator.itemgetter(*given) if len(given) > 1 else lambda row: tuple(row[name] for name in given)
         quote = conn.dialect.identifier_preparer.quote
-        statement = f"COPY {quote(target)} ({', '.join(quote(c.name) for c in columns)}) FROM STDIN"
+        statement = f"COPY {quote(target)} ({', '.join(quote(name) for name in names)}) FROM STDIN"
         dbapi = conn.dialect.loaded_dbapi
         cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
             with cursor.copy(statement) as copy:
                 for row in rows:
-                    copy.write_row([row.get(c.name, defaults.get(c.name)) for c in columns])
+                    if row.keys() == first:
+                        copy.write_row(get(row) + tail)
+                    else:  # another shape of row: each column by name, or its default
+                        copy.write_row([row.get(name, defaults.get(name)) for name in names])
         except dbapi.Error as exc:
             raise DBAPIError.instance(statement, None, exc, dbapi.Error, dialect=conn.dialect) from exc
-        return [c.name for c in columns]
+        return names
 
     def delete_outbox(self, ids: Sequence[int]) -> None:
         with self.engine.begin() as conn:

@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from domain.scheduler.config import SchedulerConfig
 from services.pipeline import CLOCK_STREAM, Pipeline, Record
 from services.record_files import read_records
 from services.replay import replay
+from services.store import tables
 from services.store.batch import Batch
 from services.store.store import Store
 from tests.streams import Shape, synthetic_stream
@@ -206,3 +207,25 @@ def test_a_rolled_back_batch_takes_its_staging_table_with_it_and_the_next_batch_
     store.write_batch(Batch(statuses=statuses(2)))
     store.write_batch(Batch(statuses=statuses(3)))
     assert store.count("object_status") == 100
+
+
+def test_copy_reads_rows_by_the_first_row_s_columns_and_a_row_of_another_shape_by_name(pg_url: str) -> None:
+    """PostgreSQL appends by COPY, reading each row with one getter made from the first row's
+    columns; a later row with other columns keeps its own values, and a default fills only what
+    a row lacks. (SQLite's executemany takes the first row's columns for every row, so the
+    batch makes every row of a table with the same keys.)"""
+    store = Store(pg_url)
+    store.upgrade()
+    base = {"cluster": "c1", "type": "ADDED", "payload": "{}"}
+    rows = [
+        {**base, "seq": 1},  # kind and name from their defaults
+        {**base, "seq": 2, "kind": "Pod", "name": "p2"},  # columns the first row lacks
+        {**base, "seq": 3, "kind": "Node", "name": "n3", "uid": "u3"},
+        {**base, "seq": 4},
+    ]
+    store.write_batch(Batch(events=rows))
+    with store.engine.connect() as conn:
+        got = conn.execute(select(tables.events.c.seq, tables.events.c.kind, tables.events.c.name,
+                                  tables.events.c.uid).order_by(tables.events.c.seq)).all()  # fmt: skip
+    assert [tuple(r) for r in got] == [(1, "", "", ""), (2, "Pod", "p2", ""), (3, "Node", "n3", "u3"), (4, "", "", "")]
+    store.close()
