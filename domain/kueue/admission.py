@@ -132,7 +132,13 @@ def _nominate(
             if go is None and blocked is None and cq.spec.preemption.reclaim_within_cohort != "Any":
                 blocked = Entry(info, cq, assignment, blocked=True)
             message = failed[info.shape] = assignment.message
-        box.status(info, waiting(info.view, R.PENDING, message), R.PENDING)
+        said = info.said
+        if said is None or said[0] is not info.view or said[1] != message:
+            view = waiting(info.view, R.PENDING, message)
+            if view is info.view:  # it says so already: so it will next cycle, while the view and message hold
+                info.said = (view, message)
+            else:
+                box.status(info, view, R.PENDING)
         if strict:
             message = f"Waiting behind the head of StrictFIFO ClusterQueue {cq.metadata.name}"
             for behind in infos:

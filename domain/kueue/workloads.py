@@ -11,6 +11,7 @@ finished workload is never looked at again.
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +47,8 @@ class WorkloadInfo:
     view: WorkloadView
     pod_sets: list[PodSetRequest]
     _admission: tuple[Mapping[str, Any] | None, str, dict[FlavorResource, int]] | None = field(default=None, repr=False)
+    # (view, message): ``view`` already says it waits with that message (``admission._nominate``)
+    said: tuple[WorkloadView, str] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def priority(self) -> int:
@@ -115,22 +118,25 @@ def _pod_sets(workload: Workload) -> list[PodSetRequest]:
 
 @dataclass
 class _Queued:
-    """One LocalQueue's workloads without quota, in queue order."""
+    """One LocalQueue's workloads without quota, in queue order (each beside its order key)."""
 
-    order: list[tuple[int, datetime, str]] = field(default_factory=list)
+    order: list[tuple[tuple[int, datetime, str], WorkloadInfo]] = field(default_factory=list)
     infos: dict[str, WorkloadInfo] = field(default_factory=dict)
 
     def add(self, info: WorkloadInfo) -> None:
-        bisect.insort(self.order, info.order)
+        bisect.insort(self.order, (info.order, info), key=_ORDER_KEY)
         self.infos[info.key] = info
 
     def remove(self, info: WorkloadInfo) -> None:
-        del self.order[bisect.bisect_left(self.order, info.order)]
+        del self.order[bisect.bisect_left(self.order, info.order, key=_ORDER_KEY)]
         del self.infos[info.key]
 
     def in_order(self) -> Iterator[WorkloadInfo]:
-        infos = self.infos
-        return (infos[key] for _, _, key in self.order)
+        """Read from the list as it is walked (as a list's iterator reads it)."""
+        return map(_INFO, self.order)
+
+
+_ORDER_KEY, _INFO = operator.itemgetter(0), operator.itemgetter(1)
 
 
 @dataclass
