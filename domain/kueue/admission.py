@@ -118,12 +118,14 @@ def _nominate(
     snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: Iterator[WorkloadInfo], fair: FairSharing | None
 ) -> Entry | None:
     strict = cq.spec.queueing_strategy == "StrictFIFO"
-    failed: dict[tuple[object, ...], str] = {}  # shapes that did not fit this cycle, and why
+    failed: dict[str, str] = {}  # shapes that did not fit this cycle, and why
     blocked: Entry | None = None  # the first head that needs preemption without candidates
     for info in infos:
+        message = failed.get(info.shape)
+        if message is not None and (said := info.said) is not None and said[0] is info.view and said[1] == message:
+            continue  # its shape failed and its status says so already: nothing to write, whatever else holds
         if info.key in box.touched or backing_off(snap, info):
             continue
-        message = failed.get(info.shape)
         if message is None:
             assignment = assign(snap, info, cq, fair)
             go = _can_go(snap, cq, info, assignment, fair)

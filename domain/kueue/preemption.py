@@ -101,7 +101,7 @@ def _candidates(
     out: list[tuple[tuple[int, int, float, str], Target]] = []
     in_tree: dict[str, bool] = {}  # per queue: in the preemptor's cohort tree
     for info in snap.holders():
-        if info.view.is_true(C.EVICTED) or not frs & set(info.usage()):
+        if info.view.is_true(C.EVICTED) or frs.isdisjoint(info.usage()):
             continue
         queue = info.admitted_to
         if queue not in in_tree:
@@ -121,7 +121,7 @@ def _candidates(
         else:
             continue
         since = reserved_at(snap, info).timestamp()
-        rank = (0 if info.admitted_to != name else 1, info.priority, -since, info.obj.metadata.uid or "")
+        rank = (0 if queue != name else 1, info.priority, -since, info.obj.metadata.uid or "")
         out.append((rank, target))
     return [t for _, t in sorted(out, key=lambda item: item[0])]
 

@@ -68,12 +68,13 @@ class WorkloadInfo:
         return (self.obj.metadata.namespace, self.obj.spec.queue_name)
 
     @cached_property
-    def shape(self) -> tuple[object, ...]:
-        """What admission looks at besides age: equal shapes fit (or not) alike (Kueue's equivalence hash)."""
+    def shape(self) -> str:
+        """What admission looks at besides age: equal shapes fit (or not) alike (Kueue's equivalence hash).
+        A string, as a dict key: its hash is kept, where a tuple's is computed at every lookup."""
         specs = tuple(
             (p.name, p.count, repr(p.topology_request), repr(p.template.spec)) for p in self.obj.spec.pod_sets
         )
-        return (self.priority, specs)
+        return repr((self.priority, specs))
 
     @property
     def admitted_to(self) -> str:
