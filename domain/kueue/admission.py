@@ -27,7 +27,7 @@ from domain.kueue.queue import backing_off, waiting_by_queue
 from domain.kueue.reasons import KueueReason as R
 from domain.kueue.settings import AdmissionFairSharing, FairSharing
 from domain.kueue.workload_status import Outbox, admitted, waiting
-from domain.kueue.workloads import WorkloadInfo
+from domain.kueue.workloads import Quiet, Walk, WorkloadInfo
 from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue
 from domain.objects.meta import ObjectKey
@@ -118,11 +118,34 @@ def _nominate(
     snap: KueueSnapshot, box: Outbox, cq: ClusterQueue, infos: Iterator[WorkloadInfo], fair: FairSharing | None
 ) -> Entry | None:
     strict = cq.spec.queueing_strategy == "StrictFIFO"
+    # One LocalQueue's walk (not a merge, not StrictFIFO) passes over the runs its last walk found quiet.
+    walk = infos if isinstance(infos, Walk) and not strict else None
+    runs = _Runs(walk) if walk is not None else None
+    try:
+        return _walk(snap, box, cq, infos, fair, strict=strict, runs=runs)
+    finally:
+        if runs is not None:
+            runs.keep()
+
+
+def _walk(
+    snap: KueueSnapshot,
+    box: Outbox,
+    cq: ClusterQueue,
+    infos: Iterator[WorkloadInfo],
+    fair: FairSharing | None,
+    *,
+    strict: bool,
+    runs: _Runs | None,
+) -> Entry | None:
     failed: dict[str, str] = {}  # shapes that did not fit this cycle, and why
     blocked: Entry | None = None  # the first head that needs preemption without candidates
     for info in infos:
         message = failed.get(info.shape)
-        if message is not None and (said := info.said) is not None and said[0] is info.view and said[1] == message:
+        if runs is not None:
+            if runs.passed(failed, info, message):
+                continue
+        elif message is not None and _says(info, message):
             continue  # its shape failed and its status says so already: nothing to write, whatever else holds
         if info.key in box.touched or backing_off(snap, info):
             continue
@@ -134,8 +157,7 @@ def _nominate(
             if go is None and blocked is None and cq.spec.preemption.reclaim_within_cohort != "Any":
                 blocked = Entry(info, cq, assignment, blocked=True)
             message = failed[info.shape] = assignment.message
-        said = info.said
-        if said is None or said[0] is not info.view or said[1] != message:
+        if not _says(info, message):
             view = waiting(info.view, R.PENDING, message)
             if view is info.view:  # it says so already: so it will next cycle, while the view and message hold
                 info.said = (view, message)
@@ -148,6 +170,58 @@ def _nominate(
                     box.status(behind, waiting(behind.view, R.PENDING, message), R.PENDING)
             return blocked
     return blocked
+
+
+def _says(info: WorkloadInfo, message: str) -> bool:
+    """Whether ``info``'s status says already that it waits with ``message`` (``waiting`` would
+    give its view back): then it has nothing to write, whether or not it is touched or backing off."""
+    said = info.said
+    return said is not None and said[0] is info.view and said[1] == message
+
+
+class _Runs:
+    """The runs of a walk whose workloads have nothing to write: their shape failed and their
+    status says so already. They are kept on the queue (``Quiet``), and the next walk passes
+    over one when it reaches it with the same messages for those shapes: each of its workloads
+    would be passed one by one (none entered, left or changed inside it since)."""
+
+    __slots__ = ("messages", "runs", "start", "walk")
+
+    def __init__(self, walk: Walk) -> None:
+        self.walk = walk
+        self.start: int | None = None  # where the current run began
+        self.messages: dict[str, str] = {}
+        self.runs: dict[int, Quiet] = {}
+
+    def passed(self, failed: dict[str, str], info: WorkloadInfo, message: str | None) -> bool:
+        """Whether ``info`` (just read) is passed: at the start of a quiet run of the last walk,
+        reached with its messages (the walk then goes on after the run), or with nothing to
+        write itself."""
+        at = self.walk.index - 1
+        last = self.walk.queued.quiet.get(at)  # kept in place as the queue changes
+        if last is not None and all(failed.get(s) == m for s, m in last.messages.items()):
+            if self.start is None:
+                self.start, self.messages = at, {}
+            self.messages.update(last.messages)
+            self.walk.index = last.end
+            return True
+        if message is not None and _says(info, message):
+            if self.start is None:
+                self.start, self.messages = at, {}
+            self.messages[info.shape] = message
+            return True
+        self._close(at)
+        return False
+
+    def _close(self, end: int) -> None:
+        if self.start is not None:
+            self.runs[self.start] = Quiet(self.start, end, self.messages)
+            self.start = None
+
+    def keep(self) -> None:
+        """At the walk's end: its runs are what the next walk may pass over."""
+        self._close(self.walk.index)
+        self.walk.queued.quiet = self.runs
 
 
 def _backoff_ended(info: WorkloadInfo) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -117,27 +117,82 @@ def _pod_sets(workload: Workload) -> list[PodSetRequest]:
     return [PodSetRequest(p.name, p.count, p.template.spec.requests()) for p in workload.spec.pod_sets]
 
 
+@dataclass(slots=True)
+class Quiet:
+    """A run of a LocalQueue's order list, ``start`` to ``end`` (exclusive), whose workloads all
+    said already, at its last walk, why they wait: the message of their shape in ``messages``
+    (``admission._nominate``). It holds while no workload enters, leaves or changes inside it."""
+
+    start: int
+    end: int
+    messages: dict[str, str]  # shape -> the message its workloads in the run say
+
+
 @dataclass
 class _Queued:
-    """One LocalQueue's workloads without quota, in queue order (each beside its order key)."""
+    """One LocalQueue's workloads without quota, in queue order (each beside its order key), and
+    the quiet runs of its last walk by where they start."""
 
     order: list[tuple[tuple[int, datetime, str], WorkloadInfo]] = field(default_factory=list)
     infos: dict[str, WorkloadInfo] = field(default_factory=dict)
+    quiet: dict[int, Quiet] = field(default_factory=dict)
 
     def add(self, info: WorkloadInfo) -> None:
-        bisect.insort(self.order, (info.order, info), key=_ORDER_KEY)
+        at = bisect.bisect_right(self.order, info.order, key=_ORDER_KEY)
+        self.order.insert(at, (info.order, info))
         self.infos[info.key] = info
+        if self.quiet:
+            self._moved(at, +1)
 
     def remove(self, info: WorkloadInfo) -> None:
-        del self.order[bisect.bisect_left(self.order, info.order, key=_ORDER_KEY)]
+        at = bisect.bisect_left(self.order, info.order, key=_ORDER_KEY)
+        del self.order[at]
         del self.infos[info.key]
+        if self.quiet:
+            self._moved(at, -1)
 
-    def in_order(self) -> Iterator[WorkloadInfo]:
-        """Read from the list as it is walked (as a list's iterator reads it)."""
-        return map(_INFO, self.order)
+    def changed(self, info: WorkloadInfo) -> None:
+        """``info``'s status changed and it stays here."""
+        if self.quiet:
+            self._moved(bisect.bisect_left(self.order, info.order, key=_ORDER_KEY), 0)
+
+    def _moved(self, at: int, shift: int) -> None:
+        """The workload at ``at`` entered (+1), left (-1) or changed (0): the runs after it move
+        with it, a run it is in no longer holds."""
+        kept = {}
+        for run in self.quiet.values():
+            if at < run.start or (shift > 0 and at == run.start):
+                run.start, run.end = run.start + shift, run.end + shift
+            elif at < run.end:
+                continue
+            kept[run.start] = run
+        self.quiet = kept
+
+    def in_order(self) -> Walk:
+        return Walk(self)
 
 
-_ORDER_KEY, _INFO = operator.itemgetter(0), operator.itemgetter(1)
+class Walk:
+    """A LocalQueue's workloads in order, read from its list as they are walked (as a list's
+    iterator reads it: by position); ``index`` is the position of the next one."""
+
+    __slots__ = ("index", "queued")
+
+    def __init__(self, queued: _Queued) -> None:
+        self.queued, self.index = queued, 0
+
+    def __iter__(self) -> Walk:
+        return self
+
+    def __next__(self) -> WorkloadInfo:
+        order = self.queued.order
+        if self.index >= len(order):
+            raise StopIteration
+        self.index += 1
+        return order[self.index - 1][1]
+
+
+_ORDER_KEY = operator.itemgetter(0)
 
 
 @dataclass
@@ -169,7 +224,10 @@ class WorkloadIndex:
         if holds != (info.key in self.holding) or queued != self._is_queued(info):
             self._unfile(info)
             self._file(info)
-        elif flagged != (info.key in self.flagged):
+            return
+        if queued:
+            self.queued[info.local_queue].changed(info)
+        if flagged != (info.key in self.flagged):
             if flagged:
                 self.flagged[info.key] = info
             else:
