@@ -443,9 +443,11 @@ def main() -> None:
                 f"{r.baseline_seconds:.1f}", r.cpu_seconds / r.baseline_seconds)  # fmt: skip
     if "kueue" not in skip:
         result: dict[str, Any] = kueue.run(1.0, 100)
-        per = result["cpu_s"] / result["admissions"] * 1000
-        row(f"Kueue shape, {result['admissions']:,} admissions: CPU ms/admission (Kueue ~9)", f"{per:.2f}", "9",
-            per / 9)  # fmt: skip
+        per = result["scheduler_cpu_s"] / result["admissions"] * 1000
+        whole = result["cpu_s"] / result["admissions"] * 1000
+        row(f"Kueue shape, {result['admissions']:,} admissions: scheduler CPU ms/admission (Kueue ~9)", f"{per:.2f}",
+            "9", per / 9)  # fmt: skip
+        print(f"  (the bench process, with its own JSON and digest: {whole:.2f} ms/admission)")
     print("\n* naive all-pairs first fit (bench/cycle.py), timed on 2,000 pods and scaled; wall seconds")
 
 
