@@ -99,11 +99,16 @@ class Store:
     @staticmethod
     def _insert(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows: COPY on PostgreSQL (3-4x the rows per second of executemany there, which
-        psycopg runs without insertmanyvalues), executemany elsewhere."""
+        psycopg runs without insertmanyvalues); on SQLite the driver's executemany of the rows'
+        values, read as COPY reads them (SQLAlchemy's would bind each row's dict again)."""
         if conn.dialect.name == "postgresql":
             Store._copy(conn, table.name, table, rows)
-        else:
-            conn.execute(table.insert(), rows)
+            return
+        names, values = _row_values(table, rows)
+        quote = conn.dialect.identifier_preparer.quote
+        columns = ", ".join(quote(name) for name in names)
+        marks = ", ".join("?" * len(names))  # sqlite3's paramstyle; the driver's executemany, no per-row binding here
+        conn.exec_driver_sql(f"INSERT INTO {quote(table.name)} ({columns}) VALUES ({marks})", list(values))
 
     @staticmethod
     def _upsert(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> None:
@@ -137,28 +142,16 @@ class Store:
     def _copy(conn: Connection, target: str, table: Any, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """COPY rows of ``table``'s shape into ``target`` on the transaction's own connection (a
         column a row leaves out gets its default); a database error is raised as SQLAlchemy raises
-        it (IntegrityError for a duplicate key). Returns the columns written.
-
-        The first row's columns come first, then those only a default fills; a row with the
-        first row's keys (every row a batch makes) is read with one ``itemgetter`` call."""
-        first = rows[0].keys()
-        given = [c.name for c in table.columns if c.name in first]
-        filled = [c for c in table.columns if c.name not in first and c.default is not None]
-        names = given + [c.name for c in filled]
-        defaults = {c.name: c.default.arg for c in filled if c.default.is_scalar}
-        tail = tuple(defaults.get(c.name) for c in filled)
-        get = operator.itemgetter(*given) if len(given) > 1 else lambda row: tuple(row[name] for name in given)
+        it (IntegrityError for a duplicate key). Returns the columns written."""
+        names, values = _row_values(table, rows)
         quote = conn.dialect.identifier_preparer.quote
         statement = f"COPY {quote(target)} ({', '.join(quote(name) for name in names)}) FROM STDIN"
         dbapi = conn.dialect.loaded_dbapi
         cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
             with cursor.copy(statement) as copy:
-                for row in rows:
-                    if row.keys() == first:
-                        copy.write_row(get(row) + tail)
-                    else:  # another shape of row: each column by name, or its default
-                        copy.write_row([row.get(name, defaults.get(name)) for name in names])
+                for value in values:
+                    copy.write_row(value)
         except dbapi.Error as exc:
             raise DBAPIError.instance(statement, None, exc, dbapi.Error, dialect=conn.dialect) from exc
         return names
@@ -240,3 +233,22 @@ class Store:
         table = tables.metadata.tables[table_name]
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def _row_values(table: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], Iterator[Sequence[Any]]]:
+    """The columns to write of ``table`` for ``rows`` and each row's values in their order: the
+    first row's columns, then those only a default fills (a column a row leaves out gets its
+    default). A row with the first row's keys (every row a batch makes) is read with one
+    ``itemgetter`` call; another, column by column."""
+    first = rows[0].keys()
+    given = [c.name for c in table.columns if c.name in first]
+    filled = [c for c in table.columns if c.name not in first and c.default is not None]
+    names = given + [c.name for c in filled]
+    defaults = {c.name: c.default.arg for c in filled if c.default.is_scalar}
+    tail = tuple(defaults.get(c.name) for c in filled)
+    get = operator.itemgetter(*given) if len(given) > 1 else lambda row: tuple(row[name] for name in given)
+    values = (
+        get(row) + tail if row.keys() == first else tuple(row.get(name, defaults.get(name)) for name in names)
+        for row in rows
+    )
+    return names, values

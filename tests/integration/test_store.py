@@ -209,13 +209,10 @@ def test_a_rolled_back_batch_takes_its_staging_table_with_it_and_the_next_batch_
     assert store.count("object_status") == 100
 
 
-def test_copy_reads_rows_by_the_first_row_s_columns_and_a_row_of_another_shape_by_name(pg_url: str) -> None:
-    """PostgreSQL appends by COPY, reading each row with one getter made from the first row's
-    columns; a later row with other columns keeps its own values, and a default fills only what
-    a row lacks. (SQLite's executemany takes the first row's columns for every row, so the
-    batch makes every row of a table with the same keys.)"""
-    store = Store(pg_url)
-    store.upgrade()
+def test_appended_rows_are_read_by_the_first_row_s_columns_and_a_row_of_another_shape_by_name(store: Store) -> None:
+    """An append (COPY on PostgreSQL, the driver's executemany on SQLite) reads each row with one
+    getter made from the first row's columns; a later row with other columns keeps its own
+    values, and a default fills only what a row lacks."""
     base = {"cluster": "c1", "type": "ADDED", "payload": "{}"}
     rows = [
         {**base, "seq": 1},  # kind and name from their defaults
@@ -228,4 +225,3 @@ def test_copy_reads_rows_by_the_first_row_s_columns_and_a_row_of_another_shape_b
         got = conn.execute(select(tables.events.c.seq, tables.events.c.kind, tables.events.c.name,
                                   tables.events.c.uid).order_by(tables.events.c.seq)).all()  # fmt: skip
     assert [tuple(r) for r in got] == [(1, "", "", ""), (2, "Pod", "p2", ""), (3, "Node", "n3", "u3"), (4, "", "", "")]
-    store.close()
