@@ -145,7 +145,7 @@ class Outbox:
         if not self.snap.state.record(decision):
             return False
         self.touched.add(info.key)
-        info.view = view
+        info.view = view  # the only write of a view: ``status_changed`` refiles it (and so moves quiet runs)
         self.snap.status_changed(info)
         self.out.append(decision)
         return True

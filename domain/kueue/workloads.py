@@ -44,7 +44,7 @@ class PodSetRequest:
 class WorkloadInfo:
     key: ObjectKey
     obj: Workload
-    view: WorkloadView
+    view: WorkloadView  # changed only by ``Outbox.status``, which refiles it: quiet runs rely on that
     pod_sets: list[PodSetRequest]
     _admission: tuple[Mapping[str, Any] | None, str, dict[FlavorResource, int]] | None = field(default=None, repr=False)
     # (view, message): ``view`` already says it waits with that message (``admission._nominate``)
@@ -131,7 +131,8 @@ class Quiet:
 @dataclass
 class _Queued:
     """One LocalQueue's workloads without quota, in queue order (each beside its order key), and
-    the quiet runs of its last walk by where they start."""
+    the quiet runs of its last walk by where they start. The order list changes only through
+    ``add`` and ``remove``, which move the runs with it."""
 
     order: list[tuple[tuple[int, datetime, str], WorkloadInfo]] = field(default_factory=list)
     infos: dict[str, WorkloadInfo] = field(default_factory=dict)
