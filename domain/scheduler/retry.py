@@ -125,9 +125,10 @@ class _Rooms:
     positions: dict[str, int]  # node name -> its place in ``nodes``
     tick: int  # the candidates' tick when the rooms were read
     rooms: dict[tuple[str, ...], tuple[int, ...]]
-    # per set of resource names, the room last read: the candidates and their tick then, and the
-    # values, brought up to date from the nodes the candidates changed since (kept with ``nodes``)
-    known: dict[tuple[str, ...], tuple[Candidates, int, list[int]]]
+    # per set of resource names, the room last read: the candidates and their tick then, the
+    # values, brought up to date from the nodes the candidates changed since (kept with ``nodes``),
+    # and the tuple made of them (given again while the values are the same)
+    known: dict[tuple[str, ...], tuple[Candidates, int, list[int], tuple[int, ...]]]
 
 
 def _kept(session: Session) -> _Rooms:
@@ -156,14 +157,22 @@ def _room(session: Session, kept: _Rooms, names: tuple[str, ...]) -> tuple[int, 
         changed = None if last is None or last[0] is not candidates else candidates.changed_since(last[1])
         if last is None or changed is None or len(changed) > len(kept.positions):
             values = [node.idle.get(name, 0) for node in session.snapshot.node_list() for name in names]
+            room = tuple(values)
+            if last is not None and room == last[3]:
+                room = last[3]
         else:
-            values, width, nodes = last[2], len(names), session.snapshot.nodes
+            values, width, nodes, room = last[2], len(names), session.snapshot.nodes, last[3]
             for node in set(changed):
                 start, idle = kept.positions[node] * width, nodes[node].idle
                 for k, name in enumerate(names):
-                    values[start + k] = idle.get(name, 0)
-        kept.known[names] = (candidates, candidates.tick, values)
-        room = kept.rooms[names] = tuple(values)
+                    if values[start + k] != (value := idle.get(name, 0)):
+                        values[start + k] = value
+                        room = None
+            if room is None:
+                room = tuple(values)
+        # The same values are the same tuple: a kept attempt that saw them compares by identity.
+        kept.known[names] = (candidates, candidates.tick, values, room)
+        kept.rooms[names] = room
     return room
 
 
