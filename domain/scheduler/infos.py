@@ -97,6 +97,8 @@ class Tally:
     whole: TaskInfo | None = None  # ``asking`` as one task (``retry``), once asked
 
     def count(self, *statuses: TaskStatus) -> int:
+        if len(statuses) == 1:
+            return self.statuses.get(statuses[0], 0)
         return sum(self.statuses.get(status, 0) for status in statuses)
 
     def asked_names(self) -> tuple[str, ...]:
@@ -169,6 +171,15 @@ class JobInfo:
 
     def placed(self) -> int:
         return self.tally().placed
+
+    def ready_members(self) -> int:
+        """Its members placed, and its pending best-effort ones (backfill puts them in any idle
+        slot): read from the tally when it is current, else counted (a tally is not made for a
+        stamp an attempt is about to rewind)."""
+        tally = self._tally
+        if tally is not None and tally.stamp == self.stamp and tally.size == len(self.tasks):
+            return tally.placed + len(tally.pending) - len(tally.asking)
+        return sum(1 for t in self.tasks if t.status in PLACED or (t.status is TaskStatus.PENDING and t.best_effort))
 
     def pipelined(self) -> list[TaskInfo]:
         """Its pipelined tasks, in task order (never change the list)."""

@@ -22,12 +22,13 @@ def over(amount: Mapping[str, int], limit: Mapping[str, int], dims: set[str] | N
 
 def over_after(used: Mapping[str, int], request: Mapping[str, int], limit: Mapping[str, int]) -> list[str]:
     """``over(used + request, limit, dims)`` for the resources ``request`` asks for (``requested``),
-    without adding the two up."""
-    return sorted(
+    without adding the two up (asked for every waiting job, and mostly nothing is over)."""
+    over = [
         n
         for n, amount in request.items()
-        if amount > 0 and n != quantity.PODS and n in limit and used.get(n, 0) + amount > limit[n]
-    )
+        if amount > 0 and n in limit and used.get(n, 0) + amount > limit[n] and n != quantity.PODS
+    ]
+    return sorted(over) if len(over) > 1 else over
 
 
 def lower(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:

@@ -151,7 +151,10 @@ class Session:
         return tuple(v for h in self._task_order for v in h.fn(task)), task.key
 
     def job_valid(self, job: JobInfo) -> Verdict | None:
-        return next((v for h in self._job_valid if (v := h.fn(job)) is not None), None)
+        for hook in self._job_valid:  # a loop, not next() over a generator: asked for every waiting job
+            if (verdict := hook.fn(job)) is not None:
+                return verdict
+        return None
 
     def job_enqueueable(self, job: JobInfo) -> Verdict | None:
         """VOTE: any Reject refuses; a tier with a Permit admits without asking later tiers."""
@@ -186,7 +189,10 @@ class Session:
             hook.fn(job)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Verdict | None:
-        return next((v for h in self._allocatable if (v := h.fn(queue, task)) is not None), None)
+        for hook in self._allocatable:
+            if (verdict := hook.fn(queue, task)) is not None:
+                return verdict
+        return None
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[str]:
         for hook in self._predicate:
@@ -206,7 +212,10 @@ class Session:
         return all(h.plugin in plugins for h in (*self._predicate, *self._node_order))
 
     def job_ready(self, job: JobInfo) -> Verdict | None:
-        return next((v for h in self._job_ready if (v := h.fn(job)) is not None), None)
+        for hook in self._job_ready:
+            if (verdict := hook.fn(job)) is not None:
+                return verdict
+        return None
 
     def allocated(self, task: TaskInfo, sign: int) -> None:
         for hook in self._allocated:

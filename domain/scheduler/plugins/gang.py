@@ -53,7 +53,7 @@ def _sub_groups(job: JobInfo, counts: Callable[[TaskInfo], bool], reason: Reason
 
 def _ready(job: JobInfo) -> Verdict | None:
     # Pending best-effort members count: backfill places them into any idle slot (Volcano's IsReady).
-    ready = sum(1 for t in job.tasks if t.status in PLACED or (t.status is TaskStatus.PENDING and t.best_effort))
+    ready = job.ready_members()
     if ready < job.min_member:
         return Verdict(Reason.NOT_ENOUGH_RESOURCES, f"{ready}/{job.min_member} members placed", NAME)
     minimums = _role_minimums(job)
