@@ -53,26 +53,42 @@ def most_severe(verdicts: list[Verdict]) -> Verdict | None:
 
 
 class FitSummary:
-    """Counts node-level failure reasons: "0/3 nodes are unavailable: 2 Insufficient cpu, 1 ..."."""
+    """Counts node-level failure reasons: "0/3 nodes are unavailable: 2 Insufficient cpu, 1 ...".
+    What it says is worked out once until ``add`` counts more (a summary shared by the twins of
+    a shape is read by every gang of that shape)."""
 
-    def __init__(self, nodes: int) -> None:
+    __slots__ = ("_message", "_reasons", "_top", "nodes")
+
+    def __init__(self, nodes: int, reasons: Counter[str] | None = None) -> None:
         self.nodes = nodes
-        self.reasons: Counter[str] = Counter()
+        self._reasons: Counter[str] = Counter() if reasons is None else reasons
+        self._top: str | None = None
+        self._message: str | None = None
+
+    @property
+    def reasons(self) -> Counter[str]:
+        """The reasons counted (change them only through ``add``)."""
+        return self._reasons
 
     def add(self, reasons: list[str]) -> None:
-        self.reasons.update(reasons)
+        self._reasons.update(reasons)
+        self._top = self._message = None
 
     def top(self) -> str:
         """The most frequent reason (ties by name): what one word about this task would say."""
-        if not self.reasons:
-            return "no nodes"
-        return min(self.reasons.items(), key=lambda item: (-item[1], item[0]))[0]
+        if self._top is None:
+            reasons = self._reasons
+            self._top = min(reasons.items(), key=lambda item: (-item[1], item[0]))[0] if reasons else "no nodes"
+        return self._top
 
     def message(self) -> str:
-        if self.nodes == 0:
-            return "0/0 nodes are unavailable: no nodes in the cluster."
-        parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
-        return f"0/{self.nodes} nodes are unavailable: {parts}."
+        if self._message is None:
+            if self.nodes == 0:
+                self._message = "0/0 nodes are unavailable: no nodes in the cluster."
+            else:
+                parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self._reasons.items()))
+                self._message = f"0/{self.nodes} nodes are unavailable: {parts}."
+        return self._message
 
 
 def gang_pipelined(pipelined: int, tasks: int, nodes: list[str]) -> str:

@@ -165,9 +165,7 @@ class Candidates:
             if version == self.versions.get(name, 0):
                 return ranking.nodes[name], FitSummary(len(nodes))
             heapq.heappop(heap)  # stale: the node changed since this entry was scored
-        summary = FitSummary(len(nodes))
-        summary.reasons = Counter({reason: n for reason, n in ranking.counts.items() if n > 0})
-        return None, summary
+        return None, FitSummary(len(nodes), Counter({reason: n for reason, n in ranking.counts.items() if n > 0}))
 
     def _scan(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
@@ -191,10 +189,7 @@ class Candidates:
         self._drafts[key] = Draft(self.tick, [node.name for node in nodes], entries, reasons)
         if len(self._drafts) > DRAFTS:
             del self._drafts[next(iter(self._drafts))]
-        summary = FitSummary(len(nodes))
-        if best is None:
-            summary.reasons = _counted(reasons)
-        return best, summary
+        return best, FitSummary(len(nodes), _counted(reasons) if best is None else None)
 
 
 def _counted(reasons: dict[str, list[str]]) -> Counter[str]:

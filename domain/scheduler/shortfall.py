@@ -151,6 +151,4 @@ def _left_over(
         for name, amount in request.items():
             idle[name] = idle.get(name, 0) - taken * amount
         counts.update(session.predicate(task, NodeInfo(node.name, node.node, node.allocatable, idle, node.labels)))
-    summary = FitSummary(nodes)
-    summary.reasons = Counter({reason: n for reason, n in counts.items() if n > 0})
-    return summary
+    return FitSummary(nodes, Counter({reason: n for reason, n in counts.items() if n > 0}))
