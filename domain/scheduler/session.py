@@ -135,7 +135,10 @@ class Session:
         return tuple(v for h in self._queue_order for v in h.fn(queue)), queue.created, queue.name
 
     def job_key(self, job: JobInfo) -> tuple[Key, float, str]:
-        return tuple(v for h in self._job_order for v in h.fn(job)), job.created, job.key
+        key: Key = ()
+        for hook in self._job_order:  # each plugin's key, joined: asked for every waiting job
+            key += hook.fn(job)
+        return key, job.created, job.key
 
     def in_queue_order(self, jobs: Iterable[JobInfo]) -> JobQueues:
         """The jobs, next queue first (queue order is recomputed after every job, as shares
@@ -148,7 +151,10 @@ class Session:
         return (1, name) if queue is None else (0, self.queue_key(queue))
 
     def task_key(self, task: TaskInfo) -> tuple[Key, str]:
-        return tuple(v for h in self._task_order for v in h.fn(task)), task.key
+        key: Key = ()
+        for hook in self._task_order:
+            key += hook.fn(task)
+        return key, task.key
 
     def job_valid(self, job: JobInfo) -> Verdict | None:
         for hook in self._job_valid:  # a loop, not next() over a generator: asked for every waiting job

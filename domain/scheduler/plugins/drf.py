@@ -9,6 +9,7 @@ from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Key, Plugin, Session
 
 NAME = "drf"
+_NOTHING: Key = (0.0,)
 
 
 def build(options: Mapping[str, object]) -> Plugin:
@@ -16,6 +17,8 @@ def build(options: Mapping[str, object]) -> Plugin:
         total = session.snapshot.total
 
         def order(job: JobInfo) -> Key:
+            if not job.allocated:
+                return _NOTHING  # a waiting gang holds nothing: most jobs asked
             shares = (amount / total[name] for name, amount in job.allocated.items() if total.get(name))
             return (max(shares, default=0.0),)
 
