@@ -111,11 +111,13 @@ def failed_words(first: tuple[str, FitSummary] | None, summaries: Collection[Fit
     """One word per task that found no node (its most frequent node-level reason, most common
     first; ``summaries`` has one per task, in any order), then the node summary of the ``first``
     of them (its name and summary), as upstream's "Origin reason"."""
-    alike = Counter(map(id, summaries))  # twins of a task share one summary: its top is found once
     each = dict(zip(map(id, summaries), summaries, strict=True))
     counts: Counter[str] = Counter()
-    for key, n in alike.items():
-        counts[each[key].top()] += n
+    if len(each) == 1:  # all twins of one shape share one summary (a shortfall's)
+        counts[next(iter(each.values())).top()] = len(summaries)
+    else:
+        for key, n in Counter(map(id, summaries)).items():  # twins share one summary: its top is found once
+            counts[each[key].top()] += n
     words = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
     if first is not None:
         name, summary = first

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from domain.decisions import Decision, DecisionKind
+from domain.decisions import Decision, DecisionKind, PodGroupStatus
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.quantity import ResourceList, add, parse_milli
@@ -220,7 +220,7 @@ class SimCluster:
         target = decision.target
         if decision.kind is DecisionKind.BIND and target.name in self.pods:
             self._bind(self.pods[target.name], decision.fields["node"])
-        elif decision.kind is DecisionKind.POD_GROUP_STATUS and target.name in self.groups:
+        elif isinstance(decision, PodGroupStatus) and target.name in self.groups:
             self._group_status(self.groups[target.name], decision)
         elif decision.kind is DecisionKind.QUEUE_STATUS:
             fields = decision.fields
@@ -270,14 +270,14 @@ class SimCluster:
                 self.workloads.finish(group)
         self.track()
 
-    def _group_status(self, group: SimGroup, decision: Decision) -> None:
-        fields = decision.fields  # made anew at each ask
-        group.status = {"phase": fields["phase"], "conditions": fields["conditions"]}
-        for condition in fields["conditions"]:
-            if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
-                self.outcome.pending_reasons[condition.get("reason") or "Unknown"] += 1
+    def _group_status(self, group: SimGroup, decision: PodGroupStatus) -> None:
+        # Read from the decision's own fields: ``decision.fields`` would convert all of it.
+        group.status = {"phase": decision.phase, "conditions": msgspec.to_builtins(decision.conditions)}
+        for condition in decision.conditions:
+            if condition.type == "Unschedulable" and condition.status == "True":
+                self.outcome.pending_reasons[condition.reason or "Unknown"] += 1
         self.emit("MODIFIED", self._group_object(group))
-        if fields["phase"] == "Completed":
+        if decision.phase == "Completed":
             self.delete_group(group, self._group_object(group))
 
     def delete_group(self, group: SimGroup, manifest: dict[str, Any]) -> None:
