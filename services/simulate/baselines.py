@@ -44,8 +44,17 @@ def _fits(free: ResourceList, request: ResourceList) -> bool:
     return True
 
 
-def _affinity(job: Job) -> tuple[tuple[str, tuple[str, ...]], ...]:
+Affinity = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _affinity(job: Job) -> Affinity:
     return tuple(sorted((key, tuple(values)) for key, values in job.node_affinity.items()))
+
+
+def _start_key(affinity: Affinity, request: ResourceList) -> tuple[object, ...]:
+    """What the first node that may have room for one task depends on: the job's node affinity
+    and its request."""
+    return (affinity, *request.items())
 
 
 def _copies(room: ResourceList, request: ResourceList) -> int:
@@ -70,7 +79,7 @@ class _Tally:
 
     def update(self, free: list[ResourceList], indices: Placement) -> None:
         """The rooms of ``indices`` in ``free`` changed."""
-        for index in indices:
+        for index in dict.fromkeys(indices):  # a node of several tasks is counted again once
             old = self.copies.get(index)
             if old is not None:
                 new = self.copies[index] = _copies(free[index], self.request)
@@ -81,7 +90,8 @@ class _Tally:
 class _Cluster:
     labels: list[dict[str, str]]
     free: list[ResourceList]
-    _allowed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[int]] = field(default_factory=dict)
+    _allowed: dict[Affinity, list[int]] = field(default_factory=dict)
+    _affinities: dict[str, Affinity] = field(default_factory=dict)  # job id -> its affinity, made once
     head: _Tally | None = None  # the queue head's tally on ``free``, kept as its rooms change
     # Per node affinity and request: the first node (by index) that may still have room for one
     # task. Room in ``free`` only shrinks until a release, and a release lowers each start to the
@@ -95,9 +105,15 @@ class _Cluster:
         ]
         return cls([dict(node.labels) for node in nodes], free)
 
+    def affinity(self, job: Job) -> Affinity:
+        key = self._affinities.get(job.id)
+        if key is None:
+            key = self._affinities[job.id] = _affinity(job)
+        return key
+
     def allowed(self, job: Job) -> list[int]:
         """The indices of the nodes the job's node affinity allows, in node order (made once per affinity)."""
-        key = _affinity(job)
+        key = self.affinity(job)
         nodes = self._allowed.get(key)
         if nodes is None:
             nodes = self._allowed[key] = [
@@ -109,36 +125,56 @@ class _Cluster:
 
     def place(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
         """First fit for every task on ``free`` (default: now), taken from it; None (and nothing
-        taken) when a task does not fit.
+        taken) when a task does not fit."""
+        placement = self.fit(job, request, free)
+        if placement is not None:
+            self.take(job, placement, request, free)
+        return placement
+
+    def fit(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
+        """Where first fit puts every task on ``free`` (default: now), taking nothing; None when
+        a task does not fit.
 
         The tasks are alike and room only shrinks as they are placed, so first fit puts as many
         as fit on the first node with room, then goes on to the next: one pass over the nodes."""
         free = self.free if free is None else free
         allowed = self.allowed(job)
-        key = (_affinity(job), *request.items()) if free is self.free else None
+        key = _start_key(self.affinity(job), request) if free is self.free else None
         start = 0 if key is None else bisect.bisect_left(allowed, self._starts.get(key, 0))
         wanted = job.tasks
-        takes: list[tuple[int, int]] = []  # (position in allowed, tasks placed on that node)
+        asks = [(name, amount) for name, amount in request.items() if amount > 0]
+        placement: Placement = []
         for position in range(start, len(allowed)) if wanted else ():
             room = free[allowed[position]]
-            if _fits(room, request):
-                take = min(_copies(room, request), wanted)
-                takes.append((position, take))
+            take = wanted  # min(_copies(room, request), wanted), leaving at the first resource without a copy
+            for name, amount in asks:
+                copies = room.get(name, 0) // amount
+                if copies < take:
+                    take = copies
+                    if not take:
+                        break
+            if take:
+                placement.extend([allowed[position]] * take)
                 wanted -= take
                 if not wanted:
                     break
-        if key is not None and job.tasks:  # nodes before the last one taken from are now full for it
-            self._starts[key] = allowed[takes[0 if wanted else -1][0]] if takes else len(self.free)
-        if wanted:
-            return None
-        placement: Placement = []
-        for position, take in takes:
-            index = allowed[position]
-            add(free[index], {name: -amount * take for name, amount in request.items()})
-            placement.extend([index] * take)
-        if free is self.free and self.head is not None:
-            self.head.update(free, placement)
-        return placement
+        if key is not None and job.tasks:  # no node before the first with room has any
+            self._starts[key] = placement[0] if placement else len(self.free)
+        return None if wanted else placement
+
+    def take(
+        self, job: Job, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None
+    ) -> None:
+        """Take ``placement`` (``fit``'s answer on the same ``free``) out of the room."""
+        rooms = self.free if free is None else free
+        taken = {name: -amount for name, amount in request.items()}
+        for index in placement:
+            add(rooms[index], taken)
+        if rooms is self.free:
+            if placement:  # the nodes before the last one taken from are now full for it
+                self._starts[_start_key(self.affinity(job), request)] = placement[-1]
+            if self.head is not None:
+                self.head.update(rooms, placement)
 
     def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
         rooms = self.free if free is None else free
@@ -276,11 +312,11 @@ class _Baseline:
         # Room only shrinks while jobs are backfilled: a job that asks for at least what one that
         # did not fit asked (as many tasks, each as large, on the same nodes) does not fit either,
         # nor one asking for more of a resource than any node it may use had at the start.
-        failed: dict[tuple[tuple[str, tuple[str, ...]], ...], list[tuple[int, ResourceList]]] = {}
-        most: dict[tuple[tuple[str, tuple[str, ...]], ...], ResourceList] = {}  # affinity -> most free per resource
+        failed: dict[Affinity, list[tuple[int, ResourceList]]] = {}
+        most: dict[Affinity, ResourceList] = {}  # affinity -> most free per resource
         for job in list(self.waiting if head is None else self.waiting[1:]):
             request = self.requests[job.id]
-            affinity = _affinity(job)
+            affinity = self.cluster.affinity(job)
             smaller = failed.setdefault(affinity, [])
             if any(job.tasks >= tasks and _fits(request, less) for tasks, less in smaller):
                 continue
@@ -293,7 +329,7 @@ class _Baseline:
                             bound[name] = amount
             if any(amount > bound.get(name, 0) for name, amount in request.items()):
                 continue
-            placement = self.cluster.place(job, request)
+            placement = self.cluster.fit(job, request)  # taken below, once the head can spare it
             if placement is None:
                 # Keep only the smallest failures: one this failure covers tells nothing more.
                 smaller[:] = [(t, r) for t, r in smaller if not (t >= job.tasks and _fits(r, request))]
@@ -311,8 +347,8 @@ class _Baseline:
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     self.cluster.release(placement, request, later)
                     later_head.update(later, placement)
-                    self.cluster.release(placement, request)
                     continue
+            self.cluster.take(job, placement, request)
             self.waiting.remove(job)
             self.start(job, placement, now)
 
