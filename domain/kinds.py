@@ -57,7 +57,18 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
+# (apiVersion as the API server writes it, kind) -> type: one lookup for every well-formed line.
+_WRITTEN: dict[tuple[str, str], type[KubeObject]] = {
+    (f"{group}/{version}" if group else version, kind): typ
+    for (group, kind), typ in KIND_TYPES.items()
+    for version in API_VERSIONS[group]
+}
+
+
 def lookup(api_version: str, kind: str) -> type[KubeObject] | None:
+    typ = _WRITTEN.get((api_version, kind))
+    if typ is not None:
+        return typ
     group, version = split_api_version(api_version)
     if version not in API_VERSIONS.get(group, frozenset()):
         return None
