@@ -184,7 +184,7 @@ def _plan(
 def lend(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     """Give back, for ``job``'s attempt, the room of every hold ``job`` cannot delay: its own
     estimate ends by the hold's shadow time. Returns them, to be held again (``hold_again``)."""
-    if not any(held.shadow < math.inf for held in holds):
+    if not holds or not any(held.shadow < math.inf for held in holds):  # most cycles hold nothing
         return []
     snapshot = session.snapshot
     runtimes = [estimate(snapshot, t) for t in job.pending() if not t.best_effort]
