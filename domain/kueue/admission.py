@@ -200,18 +200,20 @@ class _Runs:
         at = self.walk.index - 1
         last = self.walk.queued.quiet.get(at)  # kept in place as the queue changes
         if last is not None and all(failed.get(s) == m for s, m in last.messages.items()):
-            if self.start is None:
-                self.start, self.messages = at, {}
-            self.messages.update(last.messages)
+            self._open(at).update(last.messages)
             self.walk.index = last.end
             return True
         if message is not None and _says(info, message):
-            if self.start is None:
-                self.start, self.messages = at, {}
-            self.messages[info.shape] = message
+            self._open(at)[info.shape] = message
             return True
         self._close(at)
         return False
+
+    def _open(self, at: int) -> dict[str, str]:
+        """The messages of the run going on, one begun at ``at`` if none is."""
+        if self.start is None:
+            self.start, self.messages = at, {}
+        return self.messages
 
     def _close(self, end: int) -> None:
         if self.start is not None:

@@ -5,9 +5,9 @@ the dispatchers that combine them by each point's rule, and what the actions fou
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from domain.objects.meta import ObjectKey
 from domain.reasons import FitSummary, Verdict
@@ -20,6 +20,7 @@ from domain.scheduler.snapshot import Snapshot
 
 Key = tuple[float, ...]
 F = TypeVar("F")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +133,10 @@ class Session:
     # Dispatchers: each combines its callbacks by the point's rule.
     def queue_key(self, queue: QueueInfo) -> tuple[Key, float, str]:
         # ORDER; ties break by creation time, then name, so the cycle is deterministic.
-        return tuple(v for h in self._queue_order for v in h.fn(queue)), queue.created, queue.name
+        return _joined(self._queue_order, queue), queue.created, queue.name
 
     def job_key(self, job: JobInfo) -> tuple[Key, float, str]:
-        key: Key = ()
-        for hook in self._job_order:  # each plugin's key, joined: asked for every waiting job
-            key += hook.fn(job)
-        return key, job.created, job.key
+        return _joined(self._job_order, job), job.created, job.key
 
     def in_queue_order(self, jobs: Iterable[JobInfo]) -> JobQueues:
         """The jobs, next queue first (queue order is recomputed after every job, as shares
@@ -151,16 +149,10 @@ class Session:
         return (1, name) if queue is None else (0, self.queue_key(queue))
 
     def task_key(self, task: TaskInfo) -> tuple[Key, str]:
-        key: Key = ()
-        for hook in self._task_order:
-            key += hook.fn(task)
-        return key, task.key
+        return _joined(self._task_order, task), task.key
 
     def job_valid(self, job: JobInfo) -> Verdict | None:
-        for hook in self._job_valid:  # a loop, not next() over a generator: asked for every waiting job
-            if (verdict := hook.fn(job)) is not None:
-                return verdict
-        return None
+        return _first(self._job_valid, job)
 
     def job_enqueueable(self, job: JobInfo) -> Verdict | None:
         """VOTE: any Reject refuses; a tier with a Permit admits without asking later tiers."""
@@ -195,10 +187,7 @@ class Session:
             hook.fn(job)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Verdict | None:
-        for hook in self._allocatable:
-            if (verdict := hook.fn(queue, task)) is not None:
-                return verdict
-        return None
+        return _first(self._allocatable, queue, task)
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[str]:
         for hook in self._predicate:
@@ -218,10 +207,7 @@ class Session:
         return all(h.plugin in plugins for h in (*self._predicate, *self._node_order))
 
     def job_ready(self, job: JobInfo) -> Verdict | None:
-        for hook in self._job_ready:
-            if (verdict := hook.fn(job)) is not None:
-                return verdict
-        return None
+        return _first(self._job_ready, job)
 
     def allocated(self, task: TaskInfo, sign: int) -> None:
         for hook in self._allocated:
@@ -263,6 +249,23 @@ class JobQueues:
     def push(self, job: JobInfo) -> None:
         """Put ``job`` back, in the place its order key gives it now."""
         heapq.heappush(self._waiting.setdefault(job.queue, []), (self._session.job_key(job), job))
+
+
+def _joined(hooks: Sequence[Hook[Callable[[T], Key]]], item: T) -> Key:
+    """ORDER: each plugin's key for ``item``, joined in tier order (tuple concatenation, not a
+    nested generator: asked for every waiting job each cycle)."""
+    key: Key = ()
+    for hook in hooks:
+        key += hook.fn(item)
+    return key
+
+
+def _first(hooks: Sequence[Hook[Callable[..., Verdict | None]]], *args: Any) -> Verdict | None:
+    """FIRST: the first plugin's verdict that is not None (a loop, not next() over a generator)."""
+    for hook in hooks:
+        if (verdict := hook.fn(*args)) is not None:
+            return verdict
+    return None
 
 
 def _intersect(

@@ -57,9 +57,16 @@ def _start_key(affinity: Affinity, request: ResourceList) -> tuple[object, ...]:
     return (affinity, *request.items())
 
 
-def _copies(room: ResourceList, request: ResourceList) -> int:
-    """How many tasks of ``request`` fit in ``room``."""
-    return min((room.get(name, 0) // amount for name, amount in request.items() if amount > 0), default=1 << 30)
+def _copies(room: ResourceList, request: ResourceList, most: int = 1 << 30) -> int:
+    """How many tasks of ``request`` fit in ``room``, counted up to ``most`` (leaving at the first
+    resource without a copy)."""
+    copies = most
+    for name, amount in request.items():
+        if amount > 0 and (fit := room.get(name, 0) // amount) < copies:
+            copies = fit
+            if not copies:
+                break
+    return copies
 
 
 @dataclass
@@ -142,17 +149,9 @@ class _Cluster:
         key = _start_key(self.affinity(job), request) if free is self.free else None
         start = 0 if key is None else bisect.bisect_left(allowed, self._starts.get(key, 0))
         wanted = job.tasks
-        asks = [(name, amount) for name, amount in request.items() if amount > 0]
         placement: Placement = []
         for position in range(start, len(allowed)) if wanted else ():
-            room = free[allowed[position]]
-            take = wanted  # min(_copies(room, request), wanted), leaving at the first resource without a copy
-            for name, amount in asks:
-                copies = room.get(name, 0) // amount
-                if copies < take:
-                    take = copies
-                    if not take:
-                        break
+            take = _copies(free[allowed[position]], request, wanted)
             if take:
                 placement.extend([allowed[position]] * take)
                 wanted -= take
