@@ -140,6 +140,12 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     return _plan(session, job, tasks, ends, _first_free)
 
 
+def _alike(one: TaskInfo, other: TaskInfo) -> bool:
+    """Whether every node ranks ``other`` as it ranks ``one``: the same shape (what predicates
+    read), the request's resources in the same order (``_covered`` sums them in that order)."""
+    return one.shape() == other.shape() and list(one.request) == list(other.request)
+
+
 def _plan(
     session: Session,
     job: JobInfo,
@@ -147,7 +153,9 @@ def _plan(
     ends: dict[str, list[tuple[float, ResourceList]]],
     rank: Choice,
 ) -> Held | None:
-    """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first."""
+    """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first. For a member alike
+    the one before it, every node ranks as it did for that one but the node that one took, so
+    only that node is ranked again (a gang's members are mostly alike)."""
     snapshot = session.snapshot
     statement = Statement(session)
     nodes = snapshot.node_list()
@@ -156,21 +164,31 @@ def _plan(
     before: dict[str, ResourceList] = {}  # node -> its free room before this job held any of it
     places: list[tuple[TaskInfo, str]] = []
     shadow = snapshot.now
+    ranks: list[tuple[tuple[float, float, int], float] | None] = []  # per node: (rank, when it frees up) or None
+    like: TaskInfo | None = None
+    chosen_index = -1
+
+    def ranked(task: TaskInfo, index: int, node: NodeInfo) -> tuple[tuple[float, float, int], float] | None:
+        if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
+            return None
+        need = quantity.sum_lists((planned.get(node.name, {}), task.request))
+        free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
+        key = rank(free_at, _covered(task, node), index)
+        return None if key is None else (key, free_at)
+
     for task in tasks:
-        best: tuple[float, float, int] | None = None
-        chosen_at = math.inf
-        for index, node in enumerate(nodes):
-            if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
-                continue
-            need = quantity.sum_lists((planned.get(node.name, {}), task.request))
-            free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
-            key = rank(free_at, _covered(task, node), index)
-            if key is not None and (best is None or key < best):
-                best, chosen_at = key, free_at
+        if like is not None and _alike(like, task):
+            ranks[chosen_index] = ranked(task, chosen_index, nodes[chosen_index])
+        else:
+            ranks = [ranked(task, index, node) for index, node in enumerate(nodes)]
+        like = task
+        # Each rank ends in its node's index: no two tie.
+        best = min((entry for entry in ranks if entry is not None), default=None)
         if best is None:
             statement.discard()  # the cluster could never hold the gang: nothing to wait for
             return None
-        chosen = nodes[best[2]]
+        (_, _, chosen_index), chosen_at = best
+        chosen = nodes[chosen_index]
         before.setdefault(chosen.name, dict(chosen.idle))
         quantity.add(planned.setdefault(chosen.name, {}), task.request)
         room = budget[chosen.name] = dict(budget.get(chosen.name, chosen.allocatable))

@@ -17,6 +17,7 @@ from domain.durations import positive_seconds
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
+from domain.scheduler import held_room
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugins.sla import waiting_time
@@ -25,7 +26,10 @@ from services.replay import replay_records
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome
 from services.traces.model import Job, Trace, TraceError, with_estimates
+from tests import spies
 from tests.sim_traces import THREE_NODES, without_position
+from tests.unit.domain.scheduler.test_retry import LARGE_GANGS
+from tests.unit.domain.scheduler.test_shortfall import HPC, ODD_NODES, PINNED
 
 CPU4 = {"cpu": "4"}
 # Two nodes. a holds one until 100; the gang b (both nodes) arrives at 10; c (one node, 500 s)
@@ -195,3 +199,18 @@ def test_estimates_modes(mode: str, want: list[float | None]) -> None:
 def test_an_unknown_estimates_mode_is_an_error() -> None:
     with pytest.raises(TraceError, match="estimates must be one of none, trace, exact"):
         with_estimates(Trace(()), "guess")
+
+
+@pytest.mark.parametrize("trace", [HPC, ODD_NODES, PINNED], ids=["hpc", "uneven nodes", "node affinity"])
+@pytest.mark.parametrize("estimates", ["none", "exact"])
+def test_alike_members_keep_the_ranks_of_the_one_before(
+    trace: Trace, estimates: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan ranks again, for a member alike the one before, only the node that one took: the
+    runs decide the same, byte for byte, as when every member ranks every node."""
+    told = with_estimates(trace, estimates)
+    alike = spies.answers(monkeypatch, held_room, "_alike")
+    _, events, decisions = run(told, LARGE_GANGS)
+    assert sum(alike) > 20
+    monkeypatch.setattr(held_room, "_alike", lambda *_: False)
+    assert (events, decisions) == run(told, LARGE_GANGS)[1:]
