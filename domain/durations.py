@@ -6,6 +6,7 @@ grammar, the parser the Kubernetes Python client uses). One place, for both sche
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import lru_cache
 
 import durationpy
 
@@ -38,8 +39,14 @@ def seconds(value: object, key: str) -> float:
 def positive_seconds(value: object) -> float | None:
     """Seconds of a positive Go duration, or None for anything else (an annotation upstream
     ignores when it does not parse, as Volcano's sla plugin does)."""
+    return _positive_seconds(value) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=1024)
+def _positive_seconds(text: str) -> float | None:
+    """``positive_seconds`` of a string, kept: the same few annotations are read every cycle."""
     try:
-        parsed = seconds(value, "")
+        parsed = seconds(text, "")
     except DurationError:
         return None
     return parsed if parsed > 0 else None
