@@ -111,6 +111,9 @@ def _covered(task: TaskInfo, node: NodeInfo) -> float:
 Choice = Callable[[float, float, int], tuple[float, float, int] | None]
 """A node's rank for a member from (when it frees up for it, how much of it it covers now, its
 index), the least first; None: not a candidate."""
+Facts = tuple[float, float] | None
+"""What a node offers a member: when it frees up for it and how much of it it covers now; None
+when the member cannot run there."""
 
 
 def _first_free(free_at: float, cover: float, index: int) -> tuple[float, float, int]:
@@ -130,20 +133,22 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
     ends = _ends(snapshot)
-    first = _plan(session, job, tasks, ends, _first_free)
+    untouched: dict[tuple[object, int], Facts] = {}  # each plan starts from the same room: shared
+    first = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
     if first is None or first.shadow == math.inf:
         return first
     first.statement.discard()
-    later = _plan(session, job, tasks, ends, _latest_by(first.shadow))
+    later = _plan(session, job, tasks, ends, _latest_by(first.shadow), untouched=untouched)
     if later is not None:
         return later
-    return _plan(session, job, tasks, ends, _first_free)
+    hold_again(session, [first])  # the same room as when it was planned: the same plan
+    return first
 
 
-def _alike(one: TaskInfo, other: TaskInfo) -> bool:
-    """Whether every node ranks ``other`` as it ranks ``one``: the same shape (what predicates
-    read), the request's resources in the same order (``_covered`` sums them in that order)."""
-    return one.shape() == other.shape() and list(one.request) == list(other.request)
+def _likeness(task: TaskInfo) -> tuple[object, ...]:
+    """What a node's facts for a member read of it: its shape (what predicates read) and its
+    request's resources in order (``_covered`` sums them in that order)."""
+    return (task.shape(), tuple(task.request))
 
 
 def _plan(
@@ -152,10 +157,13 @@ def _plan(
     tasks: list[TaskInfo],
     ends: dict[str, list[tuple[float, ResourceList]]],
     rank: Choice,
+    *,
+    untouched: dict[tuple[object, int], Facts],
 ) -> Held | None:
     """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first. For a member alike
     the one before it, every node ranks as it did for that one but the node that one took, so
-    only that node is ranked again (a gang's members are mostly alike)."""
+    only that node is ranked again (a gang's members are mostly alike); and what a node no
+    member has taken yet offers a member is kept in ``untouched``, for the plans after."""
     snapshot = session.snapshot
     statement = Statement(session)
     nodes = snapshot.node_list()
@@ -165,23 +173,35 @@ def _plan(
     places: list[tuple[TaskInfo, str]] = []
     shadow = snapshot.now
     ranks: list[tuple[tuple[float, float, int], float] | None] = []  # per node: (rank, when it frees up) or None
-    like: TaskInfo | None = None
+    like: tuple[object, ...] | None = None
     chosen_index = -1
 
-    def ranked(task: TaskInfo, index: int, node: NodeInfo) -> tuple[tuple[float, float, int], float] | None:
+    def facts(task: TaskInfo, node: NodeInfo) -> Facts:
         if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
             return None
         need = quantity.sum_lists((planned.get(node.name, {}), task.request))
         free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
-        key = rank(free_at, _covered(task, node), index)
-        return None if key is None else (key, free_at)
+        return free_at, _covered(task, node)
+
+    def ranked(task: TaskInfo, index: int, node: NodeInfo) -> tuple[tuple[float, float, int], float] | None:
+        if node.name in planned:
+            offer = facts(task, node)
+        else:
+            key = (like, index)
+            if key not in untouched:
+                untouched[key] = facts(task, node)
+            offer = untouched[key]
+        if offer is None:
+            return None
+        order = rank(offer[0], offer[1], index)
+        return None if order is None else (order, offer[0])
 
     for task in tasks:
-        if like is not None and _alike(like, task):
+        previous, like = like, _likeness(task)
+        if like == previous:
             ranks[chosen_index] = ranked(task, chosen_index, nodes[chosen_index])
         else:
             ranks = [ranked(task, index, node) for index, node in enumerate(nodes)]
-        like = task
         # Each rank ends in its node's index: no two tie.
         best = min((entry for entry in ranks if entry is not None), default=None)
         if best is None:

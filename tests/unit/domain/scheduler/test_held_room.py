@@ -15,17 +15,23 @@ import pytest
 
 from domain.durations import positive_seconds
 from domain.lifecycle.pod_group import PodGroupPhase
+from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
 from domain.scheduler import held_room
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
-from domain.scheduler.infos import JobInfo
+from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.object_facts import seconds
 from domain.scheduler.plugins.sla import waiting_time
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import Snapshot
 from services.record_files import read_records
 from services.replay import replay_records
 from services.simulate.loop import run_closed_loop
 from services.simulate.outcome import Outcome
 from services.traces.model import Job, Trace, TraceError, with_estimates
+from tests import builders as b
 from tests import spies
 from tests.sim_traces import THREE_NODES, without_position
 from tests.unit.domain.scheduler.test_retry import LARGE_GANGS
@@ -203,14 +209,57 @@ def test_an_unknown_estimates_mode_is_an_error() -> None:
 
 @pytest.mark.parametrize("trace", [HPC, ODD_NODES, PINNED], ids=["hpc", "uneven nodes", "node affinity"])
 @pytest.mark.parametrize("estimates", ["none", "exact"])
-def test_alike_members_keep_the_ranks_of_the_one_before(
+def test_plans_keep_what_nodes_offer_alike_members(
     trace: Trace, estimates: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A plan ranks again, for a member alike the one before, only the node that one took: the
-    runs decide the same, byte for byte, as when every member ranks every node."""
+    """A plan ranks again, for a member alike the one before, only the node that one took, and
+    the plans of one hold share what untouched nodes offer: the runs decide the same, byte for
+    byte, as when no two members are alike (every member ranks every node afresh)."""
     told = with_estimates(trace, estimates)
-    alike = spies.answers(monkeypatch, held_room, "_alike")
+    likeness = spies.answers(monkeypatch, held_room, "_likeness")
     _, events, decisions = run(told, LARGE_GANGS)
-    assert sum(alike) > 20
-    monkeypatch.setattr(held_room, "_alike", lambda *_: False)
+    assert len(likeness) > 20 + len(set(likeness))
+    monkeypatch.setattr(held_room, "_likeness", lambda _: object())
     assert (events, decisions) == run(told, LARGE_GANGS)[1:]
+
+
+def _task(name: str, cpu: str, *, node: str = "", runs: str | None = None) -> TaskInfo:
+    """A task of the gang ``ns/g`` (pending), or a pod running on ``node`` since 0 for ``runs``."""
+    wire = b.pod(name, cpu=cpu, memory=None, node_name=node, phase="Running" if node else "Pending")
+    if runs is not None:
+        wire["metadata"]["annotations"] = {held_room.ESTIMATE: runs}
+        wire["status"]["startTime"] = b.iso(0)
+    pod = b.typed(wire)
+    assert isinstance(pod, Pod)
+    status = TaskStatus.RUNNING if node else TaskStatus.PENDING
+    return TaskInfo(ObjectKey(f"ns/{name}"), pod, ObjectKey("ns/g" if not node else f"ns/{name}"),
+                    pod.spec.requests(), status, node)  # fmt: skip
+
+
+def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_again() -> None:
+    """Node p (3 cpu) has 1 free now, 2 at 30 and 3 at 50; q (2 cpu) frees up whole at 20. The
+    gang's 1-cpu member goes first to p, its 2-cpu member to q: shadow 20. On the nodes that free
+    up last by 20 the small one takes q, and the big one then has no node by 20: the gang holds
+    its first plan, whose room is taken from p (its 1 free cpu) until the statement is discarded."""
+    node_p, node_q = b.typed(b.node("p", cpu="3", memory="8Gi")), b.typed(b.node("q", cpu="2", memory="8Gi"))
+    assert isinstance(node_p, Node) and isinstance(node_q, Node)
+    nodes = {
+        "p": NodeInfo("p", node_p, {"cpu": 3000, "pods": 110_000}, {"cpu": 1000, "pods": 108_000}, {}),
+        "q": NodeInfo("q", node_q, {"cpu": 2000, "pods": 110_000}, {"cpu": 0, "pods": 109_000}, {}),
+    }
+    running = [_task("r1", "1", node="p", runs="30s"), _task("r2", "1", node="p", runs="50s"),
+               _task("r3", "2", node="q", runs="20s")]  # fmt: skip
+    small, big = _task("g-0", "1"), _task("g-1", "2")
+    gang = JobInfo(ObjectKey("ns/g"), None, "default", 2, {}, None, 0.0, PodGroupPhase.INQUEUE, tasks=[small, big])
+    jobs = {gang.key: gang} | {
+        t.job: JobInfo(t.job, None, "default", 1, {}, None, 0.0, PodGroupPhase.RUNNING, tasks=[t]) for t in running
+    }
+    start = seconds(running[0].pod.status.start_time)
+    session = Session(Snapshot(nodes, {}, jobs, [], [], {}, now=start), SchedulerConfig())
+    held = held_room.hold(session, gang)
+    assert held is not None
+    assert [(task.key, node) for task, node in held.places] == [("ns/g-0", "p"), ("ns/g-1", "q")]
+    assert held.shadow == start + 20
+    assert nodes["p"].idle == {"cpu": 0, "pods": 107_000}
+    held.statement.discard()
+    assert nodes["p"].idle == {"cpu": 1000, "pods": 108_000}
