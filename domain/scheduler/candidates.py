@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from domain.reasons import FitSummary
+from domain.scheduler import node_classes
 from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_classes import NodeClasses
 from domain.scheduler.node_table import NodeInfo
 
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
@@ -66,6 +68,7 @@ class Candidates:
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
     _asked: set[tuple[object, ...]] = field(default_factory=set)  # shapes asked once, with no ranking kept
     _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
+    _classes: dict[str, NodeClasses] = field(default_factory=dict)  # node set -> its classes (with ``holds`` only)
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -77,6 +80,8 @@ class Candidates:
             self._logged_from += LOG_LIMIT // 2
         for ranking in self._holding.get(node.name, ()):
             ranking.dirty.add(node.name)
+        for classes in self._classes.values():
+            classes.changed(node)
 
     def changed_since(self, tick: int) -> list[str] | None:
         """The nodes changed after ``tick`` (with repeats), or None when that is no longer known."""
@@ -150,13 +155,20 @@ class Candidates:
         return map(ranking.nodes.__getitem__, ranking.feasible), ranking.counts
 
     def best(
-        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
+        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo], where: str = ""
     ) -> tuple[NodeInfo | None, FitSummary]:
-        """The best feasible node for ``task`` among ``nodes`` (named by ``key``), or why none fits."""
+        """The best feasible node for ``task`` among ``nodes`` (named by ``key``; ``where``
+        names the node set alone), or why none fits."""
         if key not in self._rankings and key not in self._asked:
             # A shape's first question is answered by a plain scan: most shapes of a varied
             # workload are asked once, and a kept ranking would cost its upkeep for nothing.
+            # With node-local predicates and scores, a plain task asks each class of alike
+            # nodes once; the full scan is left for when no node fits (it counts the reasons).
             self._asked.add(key)
+            if self.holds is not None and node_classes.plain(task):
+                found = self._best_of_classes(where, task, nodes)
+                if found is not None:
+                    return found, FitSummary(len(nodes))
             return self._scan(key, task, nodes)
         ranking = self._ranking(key, task, nodes)
         heap = ranking.heap
@@ -166,6 +178,22 @@ class Candidates:
                 return ranking.nodes[name], FitSummary(len(nodes))
             heapq.heappop(heap)  # stale: the node changed since this entry was scored
         return None, FitSummary(len(nodes), Counter({reason: n for reason, n in ranking.counts.items() if n > 0}))
+
+    def _best_of_classes(self, where: str, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+        """What ``_scan`` would choose, from each class's first node (``node_classes``). A node
+        set keeps its members while the candidates hold the same nodes (as a ranking's do)."""
+        classes = self._classes.get(where)
+        if classes is None:
+            classes = self._classes[where] = NodeClasses.of_nodes(nodes)
+        best: NodeInfo | None = None
+        best_entry: tuple[float, str] | None = None
+        for node in classes.firsts():
+            if self.predicate(task, node):
+                continue
+            entry = (-self.score(task, node), node.name)
+            if best_entry is None or entry < best_entry:
+                best, best_entry = node, entry
+        return best
 
     def _scan(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]

@@ -37,7 +37,7 @@ def best_node(
     session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], where: str = ""
 ) -> tuple[NodeInfo | None, FitSummary]:
     """The feasible node with the best score (ties to the name) among ``nodes``, named by ``where``."""
-    return session.candidates.best(_ranked_as(session, task, where), task, nodes)
+    return session.candidates.best(_ranked_as(session, task, where), task, nodes, where)
 
 
 def standing(

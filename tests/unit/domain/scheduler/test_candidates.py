@@ -18,6 +18,7 @@ from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
+from tests import builders as b
 from tests.streams import Shape, synthetic_stream
 
 SHAPE = Shape(nodes=12, gangs=60, marker_every=7)
@@ -112,3 +113,47 @@ def test_a_ranking_started_from_its_first_scan_answers_as_a_full_evaluation(
     assert best is (min(feasible, key=lambda e: e[:2])[2] if feasible else None)
     reasons = Counter(r for n in nodes for r in predicate(task, n))
     assert best is not None or dict(summary.reasons) == dict(reasons)
+
+
+_NODES = {False: b.typed(b.node("n", cpu="8", memory="8")), True: b.typed(b.node("n", unschedulable=True))}
+
+
+def _node_predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
+    return ["Unschedulable"] if node.node.spec.unschedulable else predicate(task, node)
+
+
+_few = st.integers(min_value=0, max_value=2)  # alike nodes are common
+
+
+@given(
+    free=st.lists(st.tuples(_few, _few, st.booleans()), min_size=1, max_size=12),
+    rounds=st.lists(
+        st.tuples(st.lists(st.tuples(st.integers(0, 11), _few, _few), max_size=4), _few, _few),
+        min_size=1,
+        max_size=6,
+    ),
+    asked=st.integers(min_value=1, max_value=12),
+)
+def test_a_first_question_asks_one_node_of_each_class(
+    free: list[tuple[int, int, bool]], rounds: list[tuple[list[tuple[int, int, int]], int, int]], asked: int
+) -> None:
+    """With node-local predicates and scores (``holds``), a new shape is asked of the first node
+    of each class of alike nodes (``node_classes``): the best node is that of every node, after
+    any changes of free room, over all nodes or some of them (a network domain)."""
+    every = [
+        NodeInfo(f"n{i:02d}", cast(Node, _NODES[off]), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
+        for i, (c, m, off) in enumerate(free)
+    ]
+    candidates = Candidates(_node_predicate, score, holds={n.name: n for n in every})
+    for number, (changes, cpu, memory) in enumerate(rounds):
+        for index, c, m in changes:
+            node = every[index % len(every)]
+            node.idle.update(cpu=c, memory=m)
+            candidates.changed(node)
+        pod = b.typed(b.pod("p", cpu=None, memory=None))
+        task = TaskInfo(ObjectKey("c1/p"), cast(Pod, pod), ObjectKey("c1/g"), {"cpu": cpu, "memory": memory},
+                        TaskStatus.PENDING)  # fmt: skip
+        for where, nodes in (("", every), ("some", every[:asked])):
+            best, _ = candidates.best(("shape", number, where), task, nodes, where)
+            feasible = [(-score(task, n), n.name, n) for n in nodes if not _node_predicate(task, n)]
+            assert best is (min(feasible, key=lambda e: e[:2])[2] if feasible else None)
