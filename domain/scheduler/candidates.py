@@ -11,7 +11,9 @@ a full scan would choose: the best score, ties to the name.
 
 When every predicate and score looks at the task's shape and the node alone, the rankings stay
 right from one cycle to the next as long as the nodes that changed in between are marked: a
-session then ``carry``-s the last cycle's candidates instead of ranking every node again.
+session then ``carry``-s the last cycle's candidates instead of ranking every node again, and a
+shape's first question (for a pod without a node selector or affinity) asks one node of each
+class of alike nodes (``node_classes``) instead of every node.
 """
 
 from __future__ import annotations
