@@ -207,20 +207,29 @@ def test_an_unknown_estimates_mode_is_an_error() -> None:
         with_estimates(Trace(()), "guess")
 
 
-@pytest.mark.parametrize("trace", [HPC, ODD_NODES, PINNED], ids=["hpc", "uneven nodes", "node affinity"])
+SLA = with_plugin("sla", {"sla-waiting-time": "30s"})
+SHORT_HPC = Trace(HPC.jobs[:30], HPC.nodes)  # sla holds room for every gang past its bound: a shorter run
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(HPC, LARGE_GANGS), (ODD_NODES, LARGE_GANGS), (PINNED, LARGE_GANGS), (SHORT_HPC, SLA)],
+    ids=["hpc", "uneven nodes", "node affinity", "sla"],
+)
 @pytest.mark.parametrize("estimates", ["none", "exact"])
 def test_plans_keep_what_nodes_offer_alike_members(
-    trace: Trace, estimates: str, monkeypatch: pytest.MonkeyPatch
+    trace: Trace, config: SchedulerConfig, estimates: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A plan ranks again, for a member alike the one before, only the node that one took, and
     the plans of one hold share what untouched nodes offer: the runs decide the same, byte for
-    byte, as when no two members are alike (every member ranks every node afresh)."""
+    byte, as when no two members are alike (every member ranks every node afresh). With sla,
+    every gang past its bound holds room, several in one cycle."""
     told = with_estimates(trace, estimates)
     likeness = spies.answers(monkeypatch, held_room, "_likeness")
-    _, events, decisions = run(told, LARGE_GANGS)
+    _, events, decisions = run(told, config)
     assert len(likeness) > 20 + len(set(likeness))
     monkeypatch.setattr(held_room, "_likeness", lambda _: object())
-    assert (events, decisions) == run(told, LARGE_GANGS)[1:]
+    assert (events, decisions) == run(told, config)[1:]
 
 
 def _task(name: str, cpu: str, *, node: str = "", runs: str | None = None) -> TaskInfo:
