@@ -183,11 +183,13 @@ def _plan(
         free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
         return free_at, _covered(task, node)
 
-    def ranked(task: TaskInfo, index: int, node: NodeInfo) -> tuple[tuple[float, float, int], float] | None:
+    def ranked(
+        task: TaskInfo, likeness: tuple[object, ...], index: int, node: NodeInfo
+    ) -> tuple[tuple[float, float, int], float] | None:
         if node.name in planned:
             offer = facts(task, node)
         else:
-            key = (like, index)
+            key = (likeness, index)
             if key not in untouched:
                 untouched[key] = facts(task, node)
             offer = untouched[key]
@@ -199,9 +201,9 @@ def _plan(
     for task in tasks:
         previous, like = like, _likeness(task)
         if like == previous:
-            ranks[chosen_index] = ranked(task, chosen_index, nodes[chosen_index])
+            ranks[chosen_index] = ranked(task, like, chosen_index, nodes[chosen_index])
         else:
-            ranks = [ranked(task, index, node) for index, node in enumerate(nodes)]
+            ranks = [ranked(task, like, index, node) for index, node in enumerate(nodes)]
         # Each rank ends in its node's index: no two tie.
         best = min((entry for entry in ranks if entry is not None), default=None)
         if best is None:
