@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from domain.reasons import FitSummary
 from domain.scheduler import node_classes
 from domain.scheduler.infos import TaskInfo
-from domain.scheduler.node_classes import NodeClasses
 from domain.scheduler.node_table import NodeInfo
 
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
@@ -70,7 +69,7 @@ class Candidates:
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
     _asked: set[tuple[object, ...]] = field(default_factory=set)  # shapes asked once, with no ranking kept
     _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
-    _classes: dict[str, NodeClasses] = field(default_factory=dict)  # node set -> its classes (with ``holds`` only)
+    _classes: dict[str, node_classes.NodeClasses] = field(default_factory=dict)  # node set -> classes (``holds`` only)
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -186,7 +185,7 @@ class Candidates:
         set keeps its members while the candidates hold the same nodes (as a ranking's do)."""
         classes = self._classes.get(where)
         if classes is None:
-            classes = self._classes[where] = NodeClasses.of_nodes(nodes)
+            classes = self._classes[where] = node_classes.NodeClasses.of_nodes(nodes)
         best: NodeInfo | None = None
         best_entry: tuple[float, str] | None = None
         for node in classes.firsts():
