@@ -62,7 +62,7 @@ class Engine:
         state = self.state(event.cluster)
         seq = state.next_seq
         state.next_seq += 1
-        state.apply(event, seq=seq)
+        state.apply(event, seq=seq, history_label=self.config.runtime_history_label)
         if not isinstance(event, ScheduleMarker) and state.on_markers:
             return Processed(event.cluster, seq, [])
         try:

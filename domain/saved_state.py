@@ -13,6 +13,8 @@ stream, so a restart need not fold all history. Format, version 1 (``SNAPSHOT_VE
          "counters": {"duplicate": 2, ...},
          "tombstones": ["uid-a", ...],      # sorted
          "localQueueUsage": {"ns/lq": {...}},  # LocalQueueUsage.to_dict() by key, sorted
+         "runtimeHistory": {"runs": {"ns/user": [3600.0, 60.0]},  # RuntimeHistory.to_dict()
+                            "ended": [["ns/user", "2026-01-01T00:00:01+00:00"]]},
          "objects": [                       # sorted by kind, then key
            {"object": {...},                # the object in its wire form (camelCase), except
                                             # that quantities are integers in milli-units
@@ -38,6 +40,7 @@ from domain.lifecycle.catalog import MACHINES
 from domain.lifecycle.status import LocalQueueUsage, MachineStatus
 from domain.objects.meta import ObjectKey, key_of
 from domain.quantity import Quantity
+from domain.runtime_history import RuntimeHistory
 from domain.state import ClusterState
 
 SNAPSHOT_VERSION = 1
@@ -77,6 +80,7 @@ def take_cluster(state: ClusterState) -> dict[str, Any]:
         "counters": dict(sorted(state.counters.items())),
         "tombstones": sorted(state.tombstones),
         "localQueueUsage": {key: usage.to_dict() for key, usage in sorted(state.local_queue_usage.items())},
+        "runtimeHistory": state.runtime_history.to_dict(),
         "objects": objects,
     }
 
@@ -109,6 +113,8 @@ def _restore_cluster(name: str, data: dict[str, Any]) -> ClusterState:
         local_queue_usage={
             ObjectKey(key): LocalQueueUsage.from_dict(usage) for key, usage in data.get("localQueueUsage", {}).items()
         },
+        # Added within version 1: a snapshot without it kept no runtime history.
+        runtime_history=RuntimeHistory.from_dict(data.get("runtimeHistory", {"runs": {}, "ended": []})),
     )
     for entry in data["objects"]:
         obj = _object(entry["object"])

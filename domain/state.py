@@ -36,6 +36,7 @@ from domain.objects.core import Pod
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey, key_of
 from domain.recorded import Recording
+from domain.runtime_history import RuntimeHistory
 
 
 def _newer_or_equal(old: str, new: str) -> bool:
@@ -58,6 +59,8 @@ class ClusterState(Recording):
     events_since_marker: int = 0
     # Admission Fair Sharing: each LocalQueue's decayed usage, sampled by Kueue cycles.
     local_queue_usage: dict[ObjectKey, LocalQueueUsage] = field(default_factory=dict)
+    # Each user's last runtimes (``runtime_history``), kept when the config names a user label.
+    runtime_history: RuntimeHistory = field(default_factory=RuntimeHistory)
     # Who hears of each change this state folds (an object added, changed or deleted by a watch
     # event, or its machine status changed by a recorded decision): the Engine attaches its
     # cache's ``Changes`` here. Not a fact: not compared, printed or snapshotted.
@@ -92,15 +95,18 @@ class ClusterState(Recording):
             or any(s.needs_second_pass or s.phase in workload.WAITS for s in self.machines.get("Workload", {}).values())
         )
 
-    def apply(self, event: Inbound, *, seq: int) -> None:
-        """Fold one event (number ``seq`` of this cluster) into the state."""
+    def apply(self, event: Inbound, *, seq: int, history_label: str = "") -> None:
+        """Fold one event (number ``seq`` of this cluster) into the state; ``history_label``, when
+        given, names the pod label whose values are users in the runtime history."""
         self.events_since_marker = 0 if isinstance(event, ScheduleMarker) else self.events_since_marker + 1
         if isinstance(event, WatchEvent):
-            self._apply_watch(event, seq)
+            self._apply_watch(event, seq, history_label)
         elif isinstance(event, ScheduleMarker):
             self.on_markers = True
             if self.clock is None or event.time > self.clock:
                 self.clock = event.time
+            if self.runtime_history.ended:
+                self.runtime_history.settle(self.clock)
         elif isinstance(event, Bookmark):
             self.counters["bookmarks"] += 1
         elif isinstance(event, UnknownKind):
@@ -147,7 +153,7 @@ class ClusterState(Recording):
         if self.listener is not None:
             self.listener(kind, key)
 
-    def _apply_watch(self, event: WatchEvent, seq: int) -> None:
+    def _apply_watch(self, event: WatchEvent, seq: int, history_label: str) -> None:
         obj = event.obj
         uid, key, kind = obj.metadata.uid, key_of(obj.metadata), obj.kind
         if uid and uid in self.tombstones:
@@ -189,6 +195,9 @@ class ClusterState(Recording):
                     status.workload = None  # the cluster's newer status supersedes the one we decided
                 self._sync_second_pass(status, status.workload or workload.view_of(obj))
         self._note_change(kind, key)
+        if history_label and isinstance(obj, Pod):
+            last = current if same and isinstance(current, Pod) else None
+            self.runtime_history.saw(last, obj, history_label)
         self.of_kind(kind)[key] = obj
         if isinstance(obj, Pod) and obj.spec.node_name and status is not None:
             status.node = ""

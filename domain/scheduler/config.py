@@ -57,7 +57,9 @@ NO_EFFECT_PLUGINS = {
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
 
-_TOP_KEYS = frozenset({"actions", "tiers", "configurations", "kueue", "schedulerName", "ibClusterLabel"})
+_TOP_KEYS = frozenset(
+    {"actions", "tiers", "configurations", "kueue", "schedulerName", "ibClusterLabel", "runtimeHistoryLabel"}
+)
 # Plugin option keys as volcano-scheduler.conf spells them (the yaml tags, not the Go fields).
 _PLUGIN_KEYS = frozenset({
     "name", "arguments", "enableJobOrder", "enableNamespaceOrder", "enableHierarchy", "enableJobReady",
@@ -106,6 +108,9 @@ class SchedulerConfig:
     )
     scheduler_name: str = "volcano"
     ib_cluster_label: str = "volcano.sh/ib-cluster"
+    # The pod label whose values are users in the runtime history that predicts runtimes for held
+    # room (``domain/runtime_history.py``); empty: no history is kept.
+    runtime_history_label: str = ""
     kueue: KueueSettings = field(default_factory=KueueSettings)
     # One line per name or argument that was accepted but has no effect here, saying why.
     warnings: tuple[str, ...] = ()
@@ -146,6 +151,7 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
         tiers=tiers,
         scheduler_name=str(data.get("schedulerName", defaults.scheduler_name)),
         ib_cluster_label=str(data.get("ibClusterLabel", defaults.ib_cluster_label)),
+        runtime_history_label=str(data.get("runtimeHistoryLabel", defaults.runtime_history_label)),
         kueue=kueue_settings.parse(kueue),
         warnings=tuple(warnings),
     )

@@ -7,9 +7,10 @@ Here each task, in task order, goes to the node (of those it could run on once t
 that frees up for it first, then whose free room covers most of its request, ties to node
 order; a node takes as many tasks as its allocatable holds. When a node frees up is known only
 from runtime estimates (``ESTIMATE``, an annotation on the pod or its PodGroup; an estimate is
-an input, never assumed) of the pods running there, with their ``status.startTime``: a node that
-holds the task now frees up now, one that needs pods of unknown end never (so without
-estimates the node chosen is the one closest to holding the task). On each node the task holds
+an input, never assumed) of the pods running there, with their ``status.startTime``, or, when
+the config names a user label, from their users' last runtimes (``domain.runtime_history``):
+a node that holds the task now frees up now, one that needs pods of unknown end never (so
+without either the node chosen is the one closest to holding the task). On each node the task holds
 what is free of its request, up to all of it; the gang stays pending and its queue is not
 charged. Running pods on those nodes finish and no one else starts there, so the room the gang
 needs only grows: the next cycle, it goes first again and either fits or holds again, on the
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from domain import quantity
 from domain.durations import positive_seconds
 from domain.quantity import ResourceList
+from domain.runtime_history import raised
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import HOLDING, JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
@@ -56,8 +58,8 @@ class Held:
     shadow: float
 
 
-def estimate(snapshot: Snapshot, task: TaskInfo) -> float | None:
-    """The task's runtime estimate in seconds: its pod's annotation, else its PodGroup's."""
+def _given(snapshot: Snapshot, task: TaskInfo) -> float | None:
+    """The task's runtime estimate in seconds as given: its pod's annotation, else its PodGroup's."""
     own = positive_seconds(task.pod.metadata.annotations.get(ESTIMATE))
     if own is not None:
         return own
@@ -66,15 +68,32 @@ def estimate(snapshot: Snapshot, task: TaskInfo) -> float | None:
     return positive_seconds(group.metadata.annotations.get(ESTIMATE)) if group is not None else None
 
 
+def estimate(snapshot: Snapshot, task: TaskInfo) -> float | None:
+    """The task's runtime estimate in seconds: the one given, else, when the config keeps a
+    runtime history, its user's prediction (``runtime_history``)."""
+    given = _given(snapshot, task)
+    if given is not None or not snapshot.history_label:
+        return given
+    return snapshot.runtime_history.predict(task.pod, snapshot.history_label)
+
+
 def _end(snapshot: Snapshot, task: TaskInfo) -> float:
     """When a task on a node gives its room back: now for one being deleted, start + estimate for
-    a running one that has both, else never."""
+    a running one that has both (a given estimate it has outlived: now; a prediction: raised until
+    it is later than now), else never."""
     if task.status is TaskStatus.RELEASING:
         return snapshot.now
-    runtime, started = estimate(snapshot, task), task.pod.status.start_time
-    if runtime is None or started is None:
+    started = task.pod.status.start_time
+    if started is None:
         return math.inf
-    return max(seconds(started) + runtime, snapshot.now)
+    start = seconds(started)
+    given = _given(snapshot, task)
+    if given is not None:
+        return max(start + given, snapshot.now)
+    if not snapshot.history_label:
+        return math.inf
+    predicted = snapshot.runtime_history.predict(task.pod, snapshot.history_label)
+    return math.inf if predicted is None else max(start + raised(predicted, snapshot.now - start), snapshot.now)
 
 
 def _ends(snapshot: Snapshot) -> Ends:

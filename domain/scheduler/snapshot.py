@@ -18,6 +18,7 @@ from domain.lifecycle.queue import QueuePhase
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import Queue
 from domain.quantity import ResourceList
+from domain.runtime_history import RuntimeHistory
 from domain.scheduler import job_table
 from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.config import SchedulerConfig
@@ -58,6 +59,8 @@ class Snapshot:
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
     now: float = 0.0  # the cycle's instant (its SCHEDULE marker), in seconds since the epoch, as ``created``
+    runtime_history: RuntimeHistory = field(default_factory=RuntimeHistory)  # the state's own (never change it)
+    history_label: str = ""  # the pod label that names users in it (the config's); empty: none kept
     _node_list: list[NodeInfo] | None = None
 
     def node_list(self) -> list[NodeInfo]:
@@ -190,6 +193,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     snapshot.restored = jobs.restored
     snapshot.queued = jobs.queued
     snapshot.now = seconds(state.clock)
+    snapshot.runtime_history, snapshot.history_label = state.runtime_history, config.runtime_history_label
     _hold_pipelined(snapshot, job_table.pipelined(jobs))
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():

@@ -6,7 +6,10 @@ same domain code as replay), and applies the decisions of each SCHEDULE marker a
 would:
 
 * ``Bind``: the pod gets ``spec.nodeName`` and phase Running (one MODIFIED); it finishes
-  ``duration`` seconds later (MODIFIED Succeeded), or never when the trace does not know;
+  ``duration`` seconds later (MODIFIED Succeeded), or never when the trace does not know. Its
+  ``status.startTime`` is written only when the scheduler reads it: for a job with a runtime
+  estimate, or for every pod when the config keeps a runtime history (the rest of the streams
+  stay as they were);
 * ``PodGroupStatus``: the PodGroup's status becomes the decided phase and conditions; once
   it is Completed the job is deleted, pods first and then the PodGroup (the garbage
   collector's order);
@@ -73,6 +76,7 @@ class SimCluster:
         scheduler: str = "volcano",
     ) -> None:
         self.engine = Engine(config, on_markers=lambda _: True)
+        self.start_times = bool(config.runtime_history_label)  # every running pod's startTime (see above)
         self.events_out = events_out
         self.decisions_out = decisions_out
         self.cluster = cluster
@@ -208,7 +212,7 @@ class SimCluster:
         if pod.node:
             manifest["spec"]["nodeName"] = pod.node
         manifest["status"] = {"phase": pod.phase}
-        if pod.node and pod.job.estimate is not None:
+        if pod.node and (self.start_times or pod.job.estimate is not None):
             manifest["status"]["startTime"] = wall(pod.started)
         if deleting:
             manifest["metadata"]["deletionTimestamp"] = wall(self.now)

@@ -16,6 +16,7 @@ from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from tests import builders as b
 from tests.unit.domain import test_engine as streams
+from tests.unit.domain.scheduler import test_held_room as held
 
 
 def _engine() -> Engine:
@@ -143,6 +144,7 @@ def test_the_format_is_versioned_and_documented_by_its_keys() -> None:
         "counters",
         "tombstones",
         "localQueueUsage",
+        "runtimeHistory",
         "objects",
     }
     node = cluster["objects"][0]
@@ -170,3 +172,14 @@ def test_a_cut_while_local_queues_carry_admission_fair_sharing_usage_resumes_exa
         (15, "a-1"),
     ]
     _resumes_at_every_cut(config, lines, want)
+
+
+def test_a_cut_while_runtimes_wait_for_their_marker_resumes_exactly() -> None:
+    """The runtime history, and the pods seen ending whose runtimes the next marker settles, are
+    state: a restore in between must keep them, or the small job would not be lent held room."""
+    _, events, decisions = held.run(held.HISTORY, held.HISTORY_CONFIG)
+    lines = events.decode().splitlines()
+    want = _feed(Engine(held.HISTORY_CONFIG, on_markers=lambda _: True), lines)
+    assert sum(d.target.name == "c-0" and d.kind.value == "Bind" for d in want) == 1
+    assert len(want) == len(decisions.splitlines())
+    _resumes_at_every_cut(held.HISTORY_CONFIG, lines, want)

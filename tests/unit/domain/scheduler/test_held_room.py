@@ -7,6 +7,7 @@ nodes that free up first, and a later job whose estimate ends before the held ga
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -105,6 +106,39 @@ GANG_AND_HALF_NODE = Trace(
 )
 
 
+USER = "swf/user"
+HISTORY_CONFIG = dataclasses.replace(RESERVE, runtime_history_label=USER)
+
+
+def _of(user: str) -> dict[str, str]:
+    return {USER: user}
+
+
+# Two 4-cpu nodes, no estimates. v's first two pods run 50 s, s0 5 s. f (user v, 50 s) starts on
+# one node at 61; the gang b (both nodes, user w) arrives at 62 and from 68 holds the other. c
+# (user s, 20 s) arrives at 70, d (user x, 5 s) at 72.
+HISTORY = Trace(
+    (
+        Job("p", 0, 50, requests=CPU4, labels=_of("v")),
+        Job("q", 0, 50, requests=CPU4, labels=_of("v")),
+        Job("s0", 52, 5, requests=CPU4, labels=_of("s")),
+        Job("f", 60, 50, requests=CPU4, labels=_of("v")),
+        Job("b", 62, 100, tasks=2, requests=CPU4, labels=_of("w")),
+        Job("c", 70, 20, requests=CPU4, labels=_of("s")),
+        Job("d", 72, 5, requests=CPU4, labels=_of("x")),
+    ),
+    THREE_NODES[:2],
+)
+
+
+def test_a_users_last_runtimes_lend_held_room_without_estimates() -> None:
+    # Without history b holds the free node and everyone after it waits until it ends at 212.
+    assert starts(run(HISTORY, RESERVE)[0]) == {"p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 213, "d": 213}
+    # With it, f is predicted to end at 111 (v's runs took 50 s), b's shadow time; c is predicted
+    # to end at 76 (s0 took 5 s) and uses the held node, d's user has no finished pod and waits.
+    assert starts(run(HISTORY, HISTORY_CONFIG)[0]) == {"p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 71, "d": 213}
+
+
 def test_without_a_bound_the_small_job_takes_the_gangs_room() -> None:
     # c starts on the free node at the marker of 21; b needs both nodes, free only once c ends at 521.
     outcome, _, _ = run(GANG_BEHIND_SMALL, SchedulerConfig())
@@ -123,13 +157,19 @@ def test_a_gang_past_its_bound_holds_its_room(config: SchedulerConfig) -> None:
     assert starts(outcome) == {"a": 1, "b": 102, "c": 203, "d": 203}
 
 
-@pytest.mark.parametrize("trace", [GANG_BEHIND_SMALL, SHORT_BEFORE_GANG], ids=["held room", "lent room"])
-def test_a_run_with_held_room_replays_to_the_same_decisions(trace: Trace, tmp_path: Path) -> None:
-    _, events, decisions = run(trace, RESERVE)
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(GANG_BEHIND_SMALL, RESERVE), (SHORT_BEFORE_GANG, RESERVE), (HISTORY, HISTORY_CONFIG)],
+    ids=["held room", "lent room", "lent on runtime history"],
+)
+def test_a_run_with_held_room_replays_to_the_same_decisions(
+    trace: Trace, config: SchedulerConfig, tmp_path: Path
+) -> None:
+    _, events, decisions = run(trace, config)
     stream = tmp_path / "events.jsonl"
     stream.write_bytes(events)
     out = io.BytesIO()
-    replay_records(read_records([str(stream)]), out, config=RESERVE)
+    replay_records(read_records([str(stream)]), out, config=config)
     assert without_position(out.getvalue()) == without_position(decisions)
 
 
@@ -194,6 +234,16 @@ def test_the_simulator_writes_the_estimate_and_the_start_time() -> None:
     assert group["metadata"]["annotations"] == {"schedstream.io/runtime-estimate": "50s"}
     running = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Running")
     assert running["status"]["startTime"] == "2026-01-01T00:00:01Z"
+
+
+def test_with_a_runtime_history_the_simulator_writes_every_start_time() -> None:
+    def start_times(config: SchedulerConfig) -> set[str]:
+        _, events, _ = run(HISTORY, config)
+        pods = [json.loads(line)["object"] for line in events.splitlines() if b'"kind":"Pod"' in line]
+        return {o["metadata"]["name"] for o in pods if "startTime" in o["status"]}
+
+    assert start_times(RESERVE) == set()  # no estimates: the streams stay as they were
+    assert start_times(HISTORY_CONFIG) == {f"{job.id}-{task}" for job in HISTORY.jobs for task in range(job.tasks)}
 
 
 @pytest.mark.parametrize(("mode", "want"), [("none", [None, None]), ("trace", [7.0, None]), ("exact", [5.0, 9.0])])

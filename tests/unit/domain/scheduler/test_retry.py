@@ -5,12 +5,13 @@ trace, replayed with the memos kept and with every cycle starting without them."
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from typing import Any
 
 import pytest
 
-from domain.scheduler import retry
+from domain.scheduler import held_room, retry
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskStatus
@@ -40,12 +41,22 @@ LARGE_GANGS = from_mapping(
         ]
     }
 )  # fmt: skip
+# BUSY's jobs by four users, and LARGE_GANGS planning held room on their runtime history.
+BUSY_USERS = Trace(
+    tuple(dataclasses.replace(job, labels={"swf/user": f"u{i % 4}"}) for i, job in enumerate(BUSY.jobs)), NODES
+)
+LARGE_GANGS_HISTORY = dataclasses.replace(LARGE_GANGS, runtime_history_label="swf/user")
 
 
 @pytest.mark.parametrize(
     ("trace", "config"),
-    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (with_estimates(BUSY, "exact"), LARGE_GANGS)],
-    ids=["default", "large-gangs", "large-gangs with runtime estimates"],
+    [
+        (BUSY, SchedulerConfig()),
+        (BUSY, LARGE_GANGS),
+        (with_estimates(BUSY, "exact"), LARGE_GANGS),
+        (BUSY_USERS, LARGE_GANGS_HISTORY),
+    ],
+    ids=["default", "large-gangs", "large-gangs with runtime estimates", "large-gangs with runtime history"],
 )
 def test_kept_attempts_decide_as_new_ones(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
@@ -82,3 +93,10 @@ def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatc
     monkeypatch.setattr(allocate, "_place", checked)
     _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
     assert len(compared) > 20
+
+
+def test_runtime_history_lends_held_room_in_the_busy_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run above with runtime history lends held room, so its kept attempts are tested with lending."""
+    lent = spies.answers(monkeypatch, held_room, "lend")
+    run_closed_loop(BUSY_USERS, NODES, LARGE_GANGS_HISTORY, io.BytesIO(), io.BytesIO())
+    assert sum(bool(holds) for holds in lent) > 5
