@@ -99,6 +99,16 @@ def test_swf_with_its_requested_times_as_estimates_under_the_large_gangs_policy(
     assert '"startTime":' in events
 
 
+def test_swf_without_estimates_under_the_runtime_history_policy(tmp_path: Path) -> None:
+    policy = Path(__file__).resolve().parents[2] / "examples" / "policies" / "large-gangs-history.yaml"
+    run = simulate(tmp_path, str(SWF_SAMPLE), "--format", "swf", "--config", str(policy))
+    assert replayed(tmp_path, run, "--config", str(policy)) == (run / "decisions.jsonl").read_bytes()
+    events = (run / "events.jsonl").read_text()
+    assert "schedstream.io/runtime-estimate" not in events
+    assert '"startTime":' in events  # the history needs every pod's start
+    assert '"swf/user":' in events
+
+
 def test_an_unknown_estimates_mode_is_one_line(tmp_path: Path) -> None:
     args = ["simulate", str(SWF_SAMPLE), "--format", "swf", "--estimates", "guess", "--out", str(tmp_path / "r")]
     result = CliRunner().invoke(main, args)
