@@ -12,8 +12,9 @@ failed attempt saw and found (its verdicts, the fit summary of each task that fo
 many members it placed tentatively); when a cycle shows it the same job and the same nodes with
 the same free room, it gets those findings again instead of a new attempt: same verdicts, same
 statuses, same decisions. Only a plain attempt is kept: no network topology, no sub-gangs, no
-pipelined members, no held room, predicates and scores that look at the task and the node alone,
-and a queue that can take the whole job's pending requests.
+pipelined members, no room held by the job itself, predicates and scores that look at the task
+and the node alone, and a queue that can take the whole job's pending requests. Held room lent
+to the job (``held_room.lend``) is part of the free room its attempt sees and is kept with.
 """
 
 from __future__ import annotations

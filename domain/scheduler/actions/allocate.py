@@ -66,9 +66,11 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
     lent = held_room.lend(session, job, holds)
-    # A plain gang that failed last time and sees the same nodes with the same room fails alike.
-    keep = not lent and retry.can_keep(session, job)
+    # A plain gang that failed last time and sees the same nodes with the same room fails alike;
+    # lent room is part of the room it sees.
+    keep = retry.can_keep(session, job)
     if keep and retry.tried(session, job) and retry.repeat(session, job):
+        held_room.hold_again(session, lent)
         return False
     verdicts = len(session.found.verdicts.get(job.key, []))
     fits = dict(session.found.fits.get(job.key, {}))
@@ -77,9 +79,9 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     for task in job.pipelined():
         held.unpipeline(task)
     again = _place(session, job, held, failed, holds, covered=keep)
-    held_room.hold_again(session, lent)
     if keep:
-        retry.remember(session, job, verdicts, fits)
+        retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
+    held_room.hold_again(session, lent)
     return again
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,8 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
-from domain.scheduler import held_room
+from domain.scheduler import held_room, retry
+from domain.scheduler.actions import allocate
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
@@ -35,7 +37,8 @@ from services.traces.model import Job, Trace, TraceError, with_estimates
 from tests import builders as b
 from tests import spies
 from tests.sim_traces import THREE_NODES, without_position
-from tests.unit.domain.scheduler.test_retry import LARGE_GANGS
+from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
+from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, LARGE_GANGS_HISTORY
 from tests.unit.domain.scheduler.test_shortfall import HPC, ODD_NODES, PINNED
 
 CPU4 = {"cpu": "4"}
@@ -322,3 +325,44 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
     assert nodes["p"].idle == {"cpu": 0, "pods": 107_000}
     held.statement.discard()
     assert nodes["p"].idle == {"cpu": 1000, "pods": 108_000}
+
+
+# HISTORY and a gang e of user s (two nodes, 5 s) at 72: from 92, when c has left the node the
+# gang b holds, e is lent it but needs both nodes, and fails.
+LENT_IN_VAIN = Trace((*HISTORY.jobs, Job("e", 72, 5, tasks=2, requests={"cpu": "4"}, labels=_of("s"))), HISTORY.nodes)
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, LARGE_GANGS), (BUSY_USERS, LARGE_GANGS_HISTORY), (LENT_IN_VAIN, HISTORY_CONFIG)],
+    ids=["large-gangs", "large-gangs with runtime history", "a gang lent room in vain"],
+)
+def test_what_is_kept_is_the_room_the_attempt_saw(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept attempt is kept with the room it saw, room lent to it included: ``remember`` looks
+    before the lent room is held again."""
+    events = io.BytesIO()
+    run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
+    saw: dict[object, tuple[int, ...]] = {}
+    kept: list[tuple[object, bool]] = []  # checked here: the engine skips a cycle that raises
+    place, remember = allocate._place, retry.remember
+
+    def placed(session: Session, job: JobInfo, *args: Any, **kwargs: Any) -> bool:
+        saw[job.key] = retry.look(session, job).room
+        return place(session, job, *args, **kwargs)
+
+    def remembered(session: Session, job: JobInfo, *args: Any) -> None:
+        before = saw.pop(job.key)
+        if job.pending() and job.placed() < job.min_member:  # failed: what remember keeps
+            kept.append((job.key, retry.look(session, job).room == before))
+        remember(session, job, *args)
+
+    monkeypatch.setattr(allocate, "_place", placed)
+    monkeypatch.setattr(retry, "remember", remembered)
+    lent = spies.answers(monkeypatch, held_room, "lend")
+    _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
+    assert kept
+    assert [key for key, same in kept if not same] == []
+    if config is not LARGE_GANGS:  # without estimates or history nothing is lent
+        assert sum(bool(holds) for holds in lent) > 1

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from domain.scheduler import held_room, retry
+from domain.scheduler import retry
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskStatus
@@ -76,7 +76,7 @@ def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatc
     nodes exactly as the look before it would have seen them."""
     events = io.BytesIO()
     run_closed_loop(BUSY, BUSY.nodes, config, events, io.BytesIO())
-    compared = []
+    compared: list[tuple[object, bool]] = []  # checked here: the engine skips a cycle that raises
     place = allocate._place
 
     def checked(session: Session, job: JobInfo, *args: Any, **kwargs: Any) -> bool:
@@ -85,18 +85,10 @@ def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatc
         failed = job.placed() < job.min_member and any(t.status is TaskStatus.PENDING for t in job.tasks)
         if before is not None and failed:
             after = retry.look(session, job)
-            assert before.room == after.room, job.key
-            assert before.same_job(job, after.nodes), job.key
-            compared.append(job.key)
+            compared.append((job.key, before.room == after.room and before.same_job(job, after.nodes)))
         return again
 
     monkeypatch.setattr(allocate, "_place", checked)
     _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
     assert len(compared) > 20
-
-
-def test_runtime_history_lends_held_room_in_the_busy_trace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The run above with runtime history lends held room, so its kept attempts are tested with lending."""
-    lent = spies.answers(monkeypatch, held_room, "lend")
-    run_closed_loop(BUSY_USERS, NODES, LARGE_GANGS_HISTORY, io.BytesIO(), io.BytesIO())
-    assert sum(bool(holds) for holds in lent) > 5
+    assert [key for key, same in compared if not same] == []
