@@ -9,7 +9,8 @@ one pod label (``runtimeHistoryLabel`` in the scheduler configuration; e.g. ``sw
 runtime is what the stream shows: from the pod's ``status.startTime`` to the first SCHEDULE
 marker after the pod is first seen ``Succeeded`` (a watch event carries no time; the marker
 closes the period in which it ended), at least a second. Pods that fail or are deleted while
-running teach nothing: their runs were cut short.
+running teach nothing: their runs were cut short; nor do pods first seen finished, nor a stream
+without SCHEDULE markers (it has no time).
 
 A prediction is what was observed, never assumed: a user with no finished pod yet has none, and
 held room plans with no end for their pods (as without estimates). A running pod that outlives
@@ -43,11 +44,12 @@ class RuntimeHistory:
     ended: list[tuple[str, datetime]] = field(default_factory=list)
 
     def saw(self, old: Pod | None, new: Pod, label: str) -> None:
-        """Note ``new`` when it is the first sight of the pod ``Succeeded`` (``old``: the same pod
-        as last seen, or None) and the stream says when it started."""
-        if new.status.phase != "Succeeded" or (old is not None and old.status.phase == "Succeeded"):
+        """Note ``new`` when the pod, seen before (``old``) and not finished then, is now
+        ``Succeeded`` and the stream says when it started. A pod first seen finished (a list
+        after a restart, or of an older cluster) may have ended long before: it teaches nothing."""
+        if new.status.phase != "Succeeded" or old is None or old.is_finished():
             return
-        started = new.status.start_time or (old.status.start_time if old is not None else None)
+        started = new.status.start_time or old.status.start_time
         user = user_of(new, label)
         if started is not None and user is not None:
             self.ended.append((user, started))

@@ -195,7 +195,7 @@ class ClusterState(Recording):
                     status.workload = None  # the cluster's newer status supersedes the one we decided
                 self._sync_second_pass(status, status.workload or workload.view_of(obj))
         self._note_change(kind, key)
-        if history_label and isinstance(obj, Pod):
+        if history_label and self.on_markers and isinstance(obj, Pod):  # runtimes need the markers' time
             last = current if same and isinstance(current, Pod) else None
             self.runtime_history.saw(last, obj, history_label)
         self.of_kind(kind)[key] = obj

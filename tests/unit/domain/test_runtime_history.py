@@ -25,9 +25,10 @@ def _pod(name: str, user: str | None, phase: str, *, started: float | None = 0, 
     return pod
 
 
-def _fold(lines: list[str], label: str = LABEL) -> ClusterState:
+def _fold(lines: list[str], label: str = LABEL, *, markers: bool = True) -> ClusterState:
+    """The state of ``lines``, after a first marker at 0 when the stream has ``markers``."""
     state = ClusterState("c1")
-    for seq, event in enumerate(b.parse_all(lines)):
+    for seq, event in enumerate(b.parse_all([b.marker(0), *lines] if markers else lines)):
         state.apply(event, seq=seq, history_label=label)
     return state
 
@@ -43,7 +44,7 @@ def _ran(name: str, user: str | None, start: float, end: float, *, started: floa
 
 
 def test_the_marker_after_a_pod_succeeds_settles_its_runtime() -> None:
-    state = _fold([b.marker(0), *_ran("a", "u", 0, 30)])
+    state = _fold(_ran("a", "u", 0, 30))
     assert state.runtime_history.runs == {"team/u": (30.0,)}
     assert state.runtime_history.ended == []
 
@@ -67,13 +68,14 @@ def test_each_user_keeps_the_last_runs_and_predicts_their_mean() -> None:
 
 
 def test_a_pod_seen_succeeded_again_counts_once() -> None:
-    lines = [b.added(_pod("a", "u", "Succeeded")), b.modified(_pod("a", "u", "Succeeded", rv="2")), b.marker(5)]
+    lines = [*_ran("a", "u", 0, 5), b.modified(_pod("a", "u", "Succeeded", rv="3")), b.marker(9)]
     assert _fold(lines).runtime_history.runs == {"team/u": (5.0,)}
 
 
 @pytest.mark.parametrize(
     "lines",
     [
+        [b.added(_pod("a", "u", "Succeeded")), b.marker(5)],
         [b.added(_pod("a", "u", "Running")), b.modified(_pod("a", "u", "Failed", rv="2")), b.marker(5)],
         [b.added(_pod("a", "u", "Running")), b.deleted(_pod("a", "u", "Running", rv="2")), b.marker(5)],
         _ran("a", None, 0, 5),
@@ -83,10 +85,14 @@ def test_a_pod_seen_succeeded_again_counts_once() -> None:
             b.marker(5),
         ],
     ],
-    ids=["failed", "deleted while running", "no user label", "no start time"],
+    ids=["first seen finished", "failed", "deleted while running", "no user label", "no start time"],
 )
 def test_what_teaches_nothing(lines: list[str]) -> None:
     assert _fold(lines).runtime_history.runs == {}
+
+
+def test_a_stream_without_markers_keeps_nothing() -> None:
+    assert _fold(_ran("a", "u", 0, 5), markers=False).runtime_history == RuntimeHistory()
 
 
 def test_without_a_label_in_the_config_nothing_is_kept() -> None:
