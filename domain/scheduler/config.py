@@ -151,10 +151,17 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
         tiers=tiers,
         scheduler_name=str(data.get("schedulerName", defaults.scheduler_name)),
         ib_cluster_label=str(data.get("ibClusterLabel", defaults.ib_cluster_label)),
-        runtime_history_label=str(data.get("runtimeHistoryLabel", defaults.runtime_history_label)),
+        runtime_history_label=_label(data, "runtimeHistoryLabel", defaults.runtime_history_label),
         kueue=kueue_settings.parse(kueue),
         warnings=tuple(warnings),
     )
+
+
+def _label(data: Mapping[str, Any], key: str, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key!r} must be a label name, not {value!r}")
+    return value
 
 
 def _kueue(kueue: Any) -> Mapping[str, Any]:

@@ -376,3 +376,14 @@ def test_kueues_admission_fair_sharing_example_is_accepted() -> None:
     assert got == AdmissionFairSharing(168 * 3600.0, 300.0, {"cpu": 2.0, "memory": 1.0})
     zero = from_mapping({"kueue": {"admissionFairSharing": {"usageHalfLifeTime": "0s"}}}).kueue.admission_fair_sharing
     assert zero is not None and zero.alpha(60) == 0.0
+
+
+def test_the_runtime_history_label_is_read_and_off_by_default() -> None:
+    assert SchedulerConfig().runtime_history_label == ""
+    assert from_mapping({"runtimeHistoryLabel": "example.com/user"}).runtime_history_label == "example.com/user"
+
+
+@pytest.mark.parametrize("value", [None, 5, ["a"]])
+def test_a_runtime_history_label_that_is_not_a_string_is_an_error(value: object) -> None:
+    with pytest.raises(ConfigError, match="'runtimeHistoryLabel' must be a label name"):
+        from_mapping({"runtimeHistoryLabel": value})
