@@ -239,6 +239,19 @@ def test_the_simulator_writes_the_estimate_and_the_start_time() -> None:
     assert running["status"]["startTime"] == "2026-01-01T00:00:01Z"
 
 
+@pytest.mark.parametrize("trace", [HPC, with_estimates(HPC, "exact")], ids=["no estimates", "exact estimates"])
+def test_a_history_of_users_no_pod_names_changes_no_decision(trace: Trace) -> None:
+    """With a history label that no pod carries, nothing is predicted: the decisions are those
+    of the policy without a history, only the stream tells each pod's start time."""
+    history = dataclasses.replace(LARGE_GANGS, runtime_history_label=USER)
+    _, events, decisions = run(trace, history)
+    _, plain_events, plain_decisions = run(trace, LARGE_GANGS)
+    assert decisions == plain_decisions
+    starts, plain_starts = events.count(b'"startTime"'), plain_events.count(b'"startTime"')
+    assert starts > 0
+    assert starts >= plain_starts  # every bound pod's, with estimates or not
+
+
 def test_with_a_runtime_history_the_simulator_writes_every_start_time() -> None:
     def start_times(config: SchedulerConfig) -> set[str]:
         _, events, _ = run(HISTORY, config)
