@@ -240,9 +240,9 @@ def _plan(
     return Held(job, statement, places, shadow)
 
 
-def lend(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
-    """Give back, for ``job``'s attempt, the room of every hold ``job`` cannot delay: its own
-    estimate ends by the hold's shadow time. Returns them, to be held again (``hold_again``)."""
+def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
+    """The holds ``job`` cannot delay, whose room it may use: its own estimate ends by the
+    hold's shadow time."""
     if not holds or not any(held.shadow < math.inf for held in holds):  # most cycles hold nothing
         return []
     snapshot = session.snapshot
@@ -250,10 +250,23 @@ def lend(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     if not runtimes or None in runtimes:
         return []
     end = snapshot.now + max(r for r in runtimes if r is not None)
-    lent = [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
+    return [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
+
+
+def lent_room(lent: list[Held]) -> dict[str, ResourceList]:
+    """Per node, what the holds of ``lent`` keep there: the room lending them gives back."""
+    room: dict[str, ResourceList] = {}
+    for held in lent:
+        for node, taken in held.statement.holding():
+            quantity.add(room.setdefault(node, {}), taken)
+    return room
+
+
+def lend(lent: list[Held]) -> None:
+    """Give back the room of the holds of ``lent`` (from ``lendable``) for one job's attempt,
+    to be held again after it (``hold_again``)."""
     for held in reversed(lent):
         held.statement.discard()
-    return lent
 
 
 def hold_again(session: Session, lent: list[Held]) -> None:

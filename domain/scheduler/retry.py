@@ -14,7 +14,7 @@ the same free room, it gets those findings again instead of a new attempt: same 
 statuses, same decisions. Only a plain attempt is kept: no network topology, no sub-gangs, no
 pipelined members, no room held by the job itself, predicates and scores that look at the task
 and the node alone, and a queue that can take the whole job's pending requests. Held room lent
-to the job (``held_room.lend``) is part of the free room its attempt sees and is kept with.
+to the job (``held_room.lendable``) is part of the free room its attempt sees and is kept with.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from domain import quantity
 from domain.objects.core import Node, Pod
 from domain.objects.volcano import PodGroup
+from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.extension_points import ExtensionPoint
@@ -177,11 +178,19 @@ def _room(session: Session, kept: _Rooms, names: tuple[str, ...]) -> tuple[int, 
     return room
 
 
-def _same_room(session: Session, last: Seen, kept: _Rooms) -> bool:
-    """Whether the nodes have the free room ``last`` saw. The room now is read once per tick of
-    the candidates for each set of resource names (``_room``), and every gang that saw it is
-    given that same tuple, so most gangs compare by identity."""
+def _same_room(session: Session, last: Seen, kept: _Rooms, lent: dict[str, ResourceList] | None) -> bool:
+    """Whether the nodes have the free room ``last`` saw, with ``lent`` (per node, held room that
+    would be lent to the job) added. The room now is read once per tick of the candidates for
+    each set of resource names (``_room``), and every gang that saw it is given that same tuple,
+    so most gangs compare by identity."""
     room = _room(session, kept, last.names)
+    if lent:
+        values, names = list(room), last.names
+        for node, amounts in lent.items():
+            start = kept.positions[node] * len(names)
+            for k, name in enumerate(names):
+                values[start + k] += amounts.get(name, 0)
+        return tuple(values) == last.room
     if room is not last.room and room != last.room:
         return False
     last.room = room
@@ -203,13 +212,14 @@ def look(session: Session, job: JobInfo) -> Seen:
     return Seen(job, job.stamp, job.group, job.phase.value, tasks, kept.nodes, names, room)
 
 
-def repeat(session: Session, job: JobInfo) -> bool:
-    """If the last failed attempt for ``job`` saw what an attempt would see now, record its
-    findings again and say so; otherwise forget it."""
+def repeat(session: Session, job: JobInfo, lent: dict[str, ResourceList] | None = None) -> bool:
+    """If the last failed attempt for ``job`` saw what an attempt would see now (with ``lent``,
+    the room held room lent to it would add per node), record its findings again and say so;
+    otherwise forget it."""
     memo = _memo(session)
     last = memo.get(job.key)
     kept = _kept(session)
-    if last is None or not last.same_job(job, kept.nodes) or not _same_room(session, last, kept):
+    if last is None or not last.same_job(job, kept.nodes) or not _same_room(session, last, kept, lent):
         memo.pop(job.key, None)
         return False
     found = session.found

@@ -68,6 +68,11 @@ class Statement:
         self.operations.append((Operation.HOLD, task, node))
         self._held.append(taken)
 
+    def holding(self) -> list[tuple[str, ResourceList]]:
+        """Each Hold's node and what it took there, in order."""
+        nodes = [node for op, _, node in self.operations if op is Operation.HOLD]
+        return list(zip(nodes, self._held, strict=True))
+
     def placed(self) -> int:
         return sum(1 for op, _, _ in self.operations if op is Operation.ALLOCATE)
 

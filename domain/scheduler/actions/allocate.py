@@ -65,13 +65,13 @@ def execute(session: Session) -> None:
 def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held]) -> bool:
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
-    lent = held_room.lend(session, job, holds)
+    lent = held_room.lendable(session, job, holds)
     # A plain gang that failed last time and sees the same nodes with the same room fails alike;
-    # lent room is part of the room it sees.
+    # room lent to it is part of the room it sees (and is lent only for an attempt).
     keep = retry.can_keep(session, job)
-    if keep and retry.tried(session, job) and retry.repeat(session, job):
-        held_room.hold_again(session, lent)
+    if keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent) if lent else None):
         return False
+    held_room.lend(lent)
     verdicts = len(session.found.verdicts.get(job.key, []))
     fits = dict(session.found.fits.get(job.key, {}))
     # Pipelined members give their room back first; undone below unless the gang is placed or gives up.

@@ -373,7 +373,7 @@ def test_what_is_kept_is_the_room_the_attempt_saw(
 
     monkeypatch.setattr(allocate, "_place", placed)
     monkeypatch.setattr(retry, "remember", remembered)
-    lent = spies.answers(monkeypatch, held_room, "lend")
+    lent = spies.answers(monkeypatch, held_room, "lendable")
     _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
     assert kept
     assert [key for key, same in kept if not same] == []
