@@ -131,8 +131,8 @@ def test_one_truncated_line_gets_one_reason_from_the_worker_and_from_replay() ->
 
 
 def _half_folding_apply(original: Any) -> Any:
-    def apply(self: ClusterState, event: Any, *, seq: int) -> None:
-        original(self, event, seq=seq)  # the state takes the event in...
+    def apply(self: ClusterState, event: Any, *, seq: int, history_label: str = "") -> None:
+        original(self, event, seq=seq, history_label=history_label)  # the state takes the event in...
         if isinstance(event, WatchEvent) and event.obj.metadata.name == "poison":
             raise KeyError("a bug met half-way through the fold")  # ...and then the fold raises
 
