@@ -68,13 +68,15 @@ def _given(snapshot: Snapshot, task: TaskInfo) -> float | None:
     return positive_seconds(group.metadata.annotations.get(ESTIMATE)) if group is not None else None
 
 
+def _predicted(snapshot: Snapshot, task: TaskInfo) -> float | None:
+    """The task's user's predicted runtime, when the config keeps a runtime history (``runtime_history``)."""
+    return snapshot.runtime_history.predict(task.pod, snapshot.history_label) if snapshot.history_label else None
+
+
 def estimate(snapshot: Snapshot, task: TaskInfo) -> float | None:
-    """The task's runtime estimate in seconds: the one given, else, when the config keeps a
-    runtime history, its user's prediction (``runtime_history``)."""
+    """The task's runtime estimate in seconds: the one given, else its user's prediction."""
     given = _given(snapshot, task)
-    if given is not None or not snapshot.history_label:
-        return given
-    return snapshot.runtime_history.predict(task.pod, snapshot.history_label)
+    return given if given is not None else _predicted(snapshot, task)
 
 
 def _end(snapshot: Snapshot, task: TaskInfo) -> float:
@@ -90,9 +92,7 @@ def _end(snapshot: Snapshot, task: TaskInfo) -> float:
     given = _given(snapshot, task)
     if given is not None:
         return max(start + given, snapshot.now)
-    if not snapshot.history_label:
-        return math.inf
-    predicted = snapshot.runtime_history.predict(task.pod, snapshot.history_label)
+    predicted = _predicted(snapshot, task)
     return math.inf if predicted is None else max(start + raised(predicted, snapshot.now - start), snapshot.now)
 
 

@@ -69,7 +69,7 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     # A plain gang that failed last time and sees the same nodes with the same room fails alike;
     # room lent to it is part of the room it sees (and is lent only for an attempt).
     keep = retry.can_keep(session, job)
-    if keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent) if lent else None):
+    if keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent)):
         return False
     held_room.lend(lent)
     verdicts = len(session.found.verdicts.get(job.key, []))
