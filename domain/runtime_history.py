@@ -64,7 +64,11 @@ class RuntimeHistory:
     def predict(self, pod: Pod, label: str) -> float | None:
         """The pod's predicted runtime in seconds: the mean of its user's last runtimes, or None."""
         user = user_of(pod, label)
-        runs = self.runs.get(user) if user is not None else None
+        return None if user is None else self.mean(user)
+
+    def mean(self, user: str) -> float | None:
+        """The mean of ``user``'s last runtimes in seconds, or None when none is kept."""
+        runs = self.runs.get(user)
         return sum(runs) / len(runs) if runs else None
 
     def to_dict(self) -> dict[str, Any]:

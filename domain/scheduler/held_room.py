@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from domain import quantity
 from domain.durations import positive_seconds
 from domain.quantity import ResourceList
-from domain.runtime_history import raised
+from domain.runtime_history import raised, user_of
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import HOLDING, JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
@@ -68,15 +68,18 @@ def _given(snapshot: Snapshot, task: TaskInfo) -> float | None:
     return positive_seconds(group.metadata.annotations.get(ESTIMATE)) if group is not None else None
 
 
-def _predicted(snapshot: Snapshot, task: TaskInfo) -> float | None:
-    """The task's user's predicted runtime, when the config keeps a runtime history (``runtime_history``)."""
-    return snapshot.runtime_history.predict(task.pod, snapshot.history_label) if snapshot.history_label else None
-
-
-def estimate(snapshot: Snapshot, task: TaskInfo) -> float | None:
-    """The task's runtime estimate in seconds: the one given, else its user's prediction."""
-    given = _given(snapshot, task)
-    return given if given is not None else _predicted(snapshot, task)
+def _read(snapshot: Snapshot, task: TaskInfo) -> tuple[float | None, str | None, float | None]:
+    """What the task's runtime is read from: its given estimate, its user (when the config keeps
+    a runtime history) and its start in seconds; read once per task (its pod and its PodGroup's
+    metadata never change while the task is kept: ``job_table``)."""
+    label = snapshot.history_label
+    read = task.runtime
+    if read is None or read[0] != label:
+        pod = task.pod
+        started = pod.status.start_time
+        user = user_of(pod, label) if label else None
+        read = task.runtime = (label, _given(snapshot, task), user, None if started is None else seconds(started))
+    return read[1], read[2], read[3]
 
 
 def _end(snapshot: Snapshot, task: TaskInfo) -> float:
@@ -85,15 +88,47 @@ def _end(snapshot: Snapshot, task: TaskInfo) -> float:
     it is later than now), else never."""
     if task.status is TaskStatus.RELEASING:
         return snapshot.now
-    started = task.pod.status.start_time
-    if started is None:
+    given, user, start = _read(snapshot, task)
+    if start is None:
         return math.inf
-    start = seconds(started)
-    given = _given(snapshot, task)
     if given is not None:
         return max(start + given, snapshot.now)
-    predicted = _predicted(snapshot, task)
+    predicted = None if user is None else snapshot.runtime_history.mean(user)
     return math.inf if predicted is None else max(start + raised(predicted, snapshot.now - start), snapshot.now)
+
+
+def _sources(snapshot: Snapshot, tasks: list[TaskInfo]) -> tuple[float, tuple[str, ...] | None]:
+    """What the runtimes of ``tasks`` are read from: the longest given estimate (0 without one),
+    and the users of those without one; None for the users when a task has neither (or there
+    are no tasks)."""
+    longest, users = 0.0, set()
+    for task in tasks:
+        given, user, _ = _read(snapshot, task)
+        if given is not None:
+            longest = max(longest, given)
+        elif user is None:
+            return 0.0, None
+        else:
+            users.add(user)
+    return longest, tuple(sorted(users)) if tasks else None
+
+
+def _runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
+    """How long ``job``'s pending members that ask for room run: the longest of their given
+    estimates and their users' predictions; None when one has neither (or none asks)."""
+    tally = job.tally()
+    read = tally.runtimes
+    if read is None or read[0] != snapshot.history_label:
+        read = tally.runtimes = (snapshot.history_label, *_sources(snapshot, tally.asking))
+    _, longest, users = read
+    if users is None:
+        return None
+    for user in users:
+        predicted = snapshot.runtime_history.mean(user)
+        if predicted is None:
+            return None
+        longest = max(longest, predicted)
+    return longest
 
 
 def _ends(snapshot: Snapshot) -> Ends:
@@ -246,10 +281,10 @@ def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     if not holds or not any(held.shadow < math.inf for held in holds):  # most cycles hold nothing
         return []
     snapshot = session.snapshot
-    runtimes = [estimate(snapshot, t) for t in job.pending() if not t.best_effort]
-    if not runtimes or None in runtimes:
+    runtime = _runtime(snapshot, job)
+    if runtime is None:
         return []
-    end = snapshot.now + max(r for r in runtimes if r is not None)
+    end = snapshot.now + runtime
     return [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
 
 

@@ -54,6 +54,9 @@ class TaskInfo:
     role: str = ""  # Volcano Job task name, for minTaskMember
     best_effort: bool = field(init=False)  # no requests beyond the pod slot itself: only backfill places these
     _shape: tuple[object, ...] | None = field(default=None, init=False)  # ``shape()``, once made
+    # what held room reads of it for runtimes, for one user label: (label, given estimate, user,
+    # start in seconds), once read (``held_room``)
+    runtime: tuple[str, float | None, str | None, float | None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.best_effort = not any(amount for name, amount in self.request.items() if name != quantity.PODS)
@@ -95,6 +98,9 @@ class Tally:
     names: tuple[str, ...] | None = None  # the resources the pending ones ask for, sorted, once asked
     ordered: tuple[object, list[TaskInfo]] | None = None  # ``asking`` in a session's task order, and its key
     whole: TaskInfo | None = None  # ``asking`` as one task (``retry``), once asked
+    # what ``asking``'s runtimes are read from, for one user label: (label, longest given
+    # estimate, users of those without one; None when one has neither), once asked (``held_room``)
+    runtimes: tuple[str, float, tuple[str, ...] | None] | None = None
 
     def count(self, *statuses: TaskStatus) -> int:
         if len(statuses) == 1:

@@ -3,7 +3,8 @@
 between cycles, are those of a snapshot built from scratch, after every event of every
 scenario and of a synthetic stream (with its cycles' binds, pipelines, evictions and statuses
 folded in). And the memos kept between cycles (those tables, node rankings, the PodGroups whose
-status is settled) decide what a cycle with none of them decides."""
+status is settled) decide what a cycle with none of them decides. What held room reads of a
+kept task for its runtime (read once per task) is what it reads of a new one."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ import pytest
 from domain.cache import ClusterCache
 from domain.engine import Engine
 from domain.events import InvalidEvent, parse_event
-from domain.scheduler import snapshot
+from domain.scheduler import held_room, snapshot
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
+from tests import builders as b
+from tests.builders import Wire
 from tests.scenarios.test_scenarios import discover, load
 from tests.streams import Shape, synthetic_stream
 
@@ -32,7 +35,8 @@ def _view(state: ClusterState, config: SchedulerConfig, cache: ClusterCache) -> 
             job.key, id(job.group), job.queue, job.min_member, job.min_task_member, job.min_resources, job.created,
             job.phase, list(job.allocated.items()), job.topology, job.terminating, job.priority, job.min_sub_groups,
             [(s.name, [t.key for t in s.tasks]) for s in job.subgroups],
-            [(t.key, id(t.pod), t.job, t.request, t.status, t.node, t.priority, t.role) for t in job.tasks],
+            [(t.key, id(t.pod), t.job, t.request, t.status, t.node, t.priority, t.role, held_room._read(view, t))
+             for t in job.tasks],
         )
         for job in view.jobs.values()
     ] + [(t.key, t.status, t.node) for t in view.pipelined] + [
@@ -97,3 +101,31 @@ def test_kept_memos_decide_as_fresh_ones_in_a_synthetic_stream() -> None:
     kept = _decisions(lines, SchedulerConfig(), fresh=False)
     assert len(kept) > 200
     assert kept == _decisions(lines, SchedulerConfig(), fresh=True)
+
+
+def test_a_kept_task_reads_its_runtime_as_a_new_one() -> None:
+    """Held room reads a running task's estimate, user and start once, while the job is kept: a
+    PodGroup's or a pod's estimate written again and a pod's user label changed are read anew."""
+    config = dataclasses.replace(SchedulerConfig(), runtime_history_label="team")
+
+    def group(estimate: str, rv: str) -> Wire:
+        wire = b.pod_group("g", min_member=2, rv=rv, phase="Running")
+        wire["metadata"]["annotations"] = {held_room.ESTIMATE: estimate}
+        return wire
+
+    def pod(name: str, *, rv: str = "1", estimate: str | None = None, team: str = "a") -> Wire:
+        wire = b.pod(name, group="g", rv=rv, node_name="n", phase="Running")
+        wire["metadata"]["labels"] = {"team": team}
+        if estimate is not None:
+            wire["metadata"]["annotations"][held_room.ESTIMATE] = estimate
+        wire["status"]["startTime"] = b.iso(5)
+        return wire
+
+    lines = [
+        b.added(b.node("n", cpu="4", memory="8Gi")), b.added(group("100s", "1")),
+        b.added(pod("g-0")), b.added(pod("g-1")), b.marker(6), b.marker(7),
+        b.modified(group("50s", "2")), b.marker(8),
+        b.modified(pod("g-0", rv="2", estimate="20s")), b.marker(9),
+        b.modified(pod("g-1", rv="2", team="b")), b.marker(10),
+    ]  # fmt: skip
+    assert _check(lines, config) > 3
