@@ -113,7 +113,7 @@ def _sources(snapshot: Snapshot, tasks: list[TaskInfo]) -> tuple[float, tuple[st
     return longest, tuple(sorted(users)) if tasks else None
 
 
-def _runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
+def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
     """How long ``job``'s pending members that ask for room run: the longest of their given
     estimates and their users' predictions; None when one has neither (or none asks)."""
     tally = job.tally()
@@ -281,10 +281,10 @@ def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     if not holds or not any(held.shadow < math.inf for held in holds):  # most cycles hold nothing
         return []
     snapshot = session.snapshot
-    runtime = _runtime(snapshot, job)
-    if runtime is None:
+    runs = runtime(snapshot, job)
+    if runs is None:
         return []
-    end = snapshot.now + runtime
+    end = snapshot.now + runs
     return [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
 
 

@@ -12,6 +12,12 @@ may pipeline (JobPipelined): allocate then holds, for the rest of the cycle, the
 for (``held_room``), and the other jobs fill what is left. One target at a time keeps the
 cluster busy: only the nodes it needs are held. Once it runs, the next one in line becomes the
 target.
+
+With ``reservation-shortest-first: true`` the other jobs go shortest first, by the runtime held
+room reads (an estimate given, else the user's prediction: ``held_room.runtime``), as EASY++
+backfills (Tsafrir, Etsion and Feitelson 2007); a job of unknown runtime goes as one of none,
+so that its user's history learns. Without estimates or a history every job ties, and the order
+is the one without the argument. Starvation stays bounded: every job in turn becomes the target.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ from domain.objects.meta import ObjectKey
 from domain.scheduler import held_room
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
+from domain.scheduler.plugin_args import switch
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import Snapshot
 
 NAME = "reservation"
 WAITING_TIME = "reservation-waiting-time"
+SHORTEST_FIRST = "reservation-shortest-first"
 DEFAULT_WAITING = 3600.0  # seconds
 
 
@@ -48,12 +56,17 @@ def build(options: Mapping[str, object]) -> Plugin:
     arguments = options.get("arguments") or {}
     given = positive_seconds(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
     bound = DEFAULT_WAITING if given is None else given
+    shortest = switch(options, SHORTEST_FIRST, default=False)
 
     def on_open(session: Session) -> None:
-        chosen = target(session.snapshot, bound)
+        snapshot = session.snapshot
+        chosen = target(snapshot, bound)
 
         def order(job: JobInfo) -> Key:
-            return (0.0 if job.key == chosen else 1.0,)
+            if job.key == chosen:
+                return (0.0, 0.0)
+            runs = held_room.runtime(snapshot, job) if shortest else None
+            return (1.0, 0.0 if runs is None else runs)
 
         def pipelined(job: JobInfo) -> Vote:
             return Vote.PERMIT if job.key == chosen else Vote.ABSTAIN

@@ -38,7 +38,7 @@ from tests import builders as b
 from tests import spies
 from tests.sim_traces import THREE_NODES, without_position
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
-from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, LARGE_GANGS_HISTORY
+from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, LARGE_GANGS_HISTORY, large_gangs
 from tests.unit.domain.scheduler.test_shortfall import HPC, ODD_NODES, PINNED
 
 CPU4 = {"cpu": "4"}
@@ -142,6 +142,36 @@ def test_a_users_last_runtimes_lend_held_room_without_estimates() -> None:
     assert starts(run(HISTORY, HISTORY_CONFIG)[0]) == {"p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 71, "d": 213}
 
 
+SHORTEST_FIRST = with_plugin("reservation", {"reservation-waiting-time": "5s", "reservation-shortest-first": True})
+# Two 4-cpu nodes: a runs on one until 101, x on the other until 1001. The gang b (both nodes)
+# arrives at 10 and holds a's node from 101 with shadow time 1001; l (500 s) arrives at 20, s
+# (50 s) at 30: both would end by 1001, so both may use the held node, one after the other.
+TWO_BACKFILLS = Trace(
+    (
+        Job("a", 0, 100, requests=CPU4, estimate=100),
+        Job("x", 0, 1000, requests=CPU4, estimate=1000),
+        Job("b", 10, 100, tasks=2, requests=CPU4, estimate=100),
+        Job("l", 20, 500, requests=CPU4, estimate=500),
+        Job("s", 30, 50, requests=CPU4, estimate=50),
+    ),
+    THREE_NODES[:2],
+)
+
+
+def test_shortest_first_backfills_the_shorter_job_first() -> None:
+    assert starts(run(TWO_BACKFILLS, RESERVE)[0]) == {"a": 1, "x": 1, "b": 1002, "l": 102, "s": 603}
+    assert starts(run(TWO_BACKFILLS, SHORTEST_FIRST)[0]) == {"a": 1, "x": 1, "b": 1002, "l": 153, "s": 102}
+
+
+@pytest.mark.parametrize(
+    "trace", [HPC, with_estimates(TWO_BACKFILLS, "none")], ids=["hpc, no estimates", "two backfills, no estimates"]
+)
+def test_without_runtimes_shortest_first_decides_as_created_first(trace: Trace) -> None:
+    """Without estimates or a history every job ties, and the order is that of creation."""
+    shortest = large_gangs(**{"reservation-shortest-first": True})
+    assert run(trace, shortest)[1:] == run(trace, LARGE_GANGS)[1:]
+
+
 def test_without_a_bound_the_small_job_takes_the_gangs_room() -> None:
     # c starts on the free node at the marker of 21; b needs both nodes, free only once c ends at 521.
     outcome, _, _ = run(GANG_BEHIND_SMALL, SchedulerConfig())
@@ -162,8 +192,13 @@ def test_a_gang_past_its_bound_holds_its_room(config: SchedulerConfig) -> None:
 
 @pytest.mark.parametrize(
     ("trace", "config"),
-    [(GANG_BEHIND_SMALL, RESERVE), (SHORT_BEFORE_GANG, RESERVE), (HISTORY, HISTORY_CONFIG)],
-    ids=["held room", "lent room", "lent on runtime history"],
+    [
+        (GANG_BEHIND_SMALL, RESERVE),
+        (SHORT_BEFORE_GANG, RESERVE),
+        (HISTORY, HISTORY_CONFIG),
+        (TWO_BACKFILLS, SHORTEST_FIRST),
+    ],
+    ids=["held room", "lent room", "lent on runtime history", "shortest first"],
 )
 def test_a_run_with_held_room_replays_to_the_same_decisions(
     trace: Trace, config: SchedulerConfig, tmp_path: Path

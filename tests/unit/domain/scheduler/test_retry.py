@@ -32,20 +32,32 @@ BUSY = Trace(
     ),
     NODES,
 )
-LARGE_GANGS = from_mapping(
-    {
-        "tiers": [
-            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"},
-                         {"name": "reservation", "arguments": {"reservation-waiting-time": "30s"}}]},
-            {"plugins": [{"name": n} for n in ("drf", "predicates", "proportion", "nodeorder", "binpack")]},
-        ]
-    }
-)  # fmt: skip
+
+
+def large_gangs(**arguments: object) -> SchedulerConfig:
+    """examples/policies/large-gangs.yaml with a 30 s bound and ``arguments`` to reservation."""
+    reservation = {"reservation-waiting-time": "30s", **arguments}
+    return from_mapping(
+        {
+            "tiers": [
+                {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"},
+                             {"name": "reservation", "arguments": reservation}]},
+                {"plugins": [{"name": n} for n in ("drf", "predicates", "proportion", "nodeorder", "binpack")]},
+            ]
+        }
+    )  # fmt: skip
+
+
+LARGE_GANGS = large_gangs()
 # BUSY's jobs by four users, and LARGE_GANGS planning held room on their runtime history.
 BUSY_USERS = Trace(
     tuple(dataclasses.replace(job, labels={"swf/user": f"u{i % 4}"}) for i, job in enumerate(BUSY.jobs)), NODES
 )
 LARGE_GANGS_HISTORY = dataclasses.replace(LARGE_GANGS, runtime_history_label="swf/user")
+# examples/policies/large-gangs-history.yaml: the other jobs shortest predicted first.
+SHORTEST_HISTORY = dataclasses.replace(
+    large_gangs(**{"reservation-shortest-first": True}), runtime_history_label="swf/user"
+)
 
 
 @pytest.mark.parametrize(
@@ -55,8 +67,15 @@ LARGE_GANGS_HISTORY = dataclasses.replace(LARGE_GANGS, runtime_history_label="sw
         (BUSY, LARGE_GANGS),
         (with_estimates(BUSY, "exact"), LARGE_GANGS),
         (BUSY_USERS, LARGE_GANGS_HISTORY),
+        (BUSY_USERS, SHORTEST_HISTORY),
     ],
-    ids=["default", "large-gangs", "large-gangs with runtime estimates", "large-gangs with runtime history"],
+    ids=[
+        "default",
+        "large-gangs",
+        "large-gangs with runtime estimates",
+        "large-gangs with runtime history",
+        "large-gangs-history",
+    ],
 )
 def test_kept_attempts_decide_as_new_ones(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
