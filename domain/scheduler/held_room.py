@@ -25,6 +25,7 @@ by the shadow time may use the held room (it is lent, then held again): it canno
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,8 +148,10 @@ def _ends(snapshot: Snapshot) -> Ends:
 
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
     """When a node with ``room`` free now first has ``need`` free, as its pods of known end leave."""
+    if all(room.get(name, 0) >= amount for name, amount in need.items()):
+        return now
     free = dict(room)
-    for end, freed in [(now, {}), *ends]:
+    for end, freed in ends:
         quantity.add(free, freed)
         if all(free.get(name, 0) >= amount for name, amount in need.items()):
             return end
@@ -216,7 +219,8 @@ def _plan(
 ) -> Held | None:
     """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first. For a member alike
     the one before it, every node ranks as it did for that one but the node that one took, so
-    only that node is ranked again (a gang's members are mostly alike); and what a node no
+    only that node is ranked again, into a heap of the others (a gang's members are mostly
+    alike); and what a node no
     member has taken yet offers a member is kept in ``untouched``, for the plans after."""
     snapshot = session.snapshot
     statement = Statement(session)
@@ -226,7 +230,7 @@ def _plan(
     before: dict[str, ResourceList] = {}  # node -> its free room before this job held any of it
     places: list[tuple[TaskInfo, str]] = []
     shadow = snapshot.now
-    ranks: list[tuple[tuple[float, float, int], float] | None] = []  # per node: (rank, when it frees up) or None
+    ranks: list[tuple[tuple[float, float, int], float]] = []  # a heap of the candidates' (rank, when it frees up)
     like: tuple[object, ...] | None = None
     chosen_index = -1
 
@@ -255,15 +259,19 @@ def _plan(
     for task in tasks:
         previous, like = like, _likeness(task)
         if like == previous:
-            ranks[chosen_index] = ranked(task, like, chosen_index, nodes[chosen_index])
+            entry = ranked(task, like, chosen_index, nodes[chosen_index])
+            if entry is not None:
+                heapq.heappush(ranks, entry)
         else:
-            ranks = [ranked(task, like, index, node) for index, node in enumerate(nodes)]
-        # Each rank ends in its node's index: no two tie.
-        best = min((entry for entry in ranks if entry is not None), default=None)
-        if best is None:
+            ranks = [
+                entry for index, node in enumerate(nodes) if (entry := ranked(task, like, index, node)) is not None
+            ]
+            heapq.heapify(ranks)
+        if not ranks:
             statement.discard()  # the cluster could never hold the gang: nothing to wait for
             return None
-        (_, _, chosen_index), chosen_at = best
+        # Each rank ends in its node's index: no two tie.
+        (_, _, chosen_index), chosen_at = heapq.heappop(ranks)
         chosen = nodes[chosen_index]
         before.setdefault(chosen.name, dict(chosen.idle))
         quantity.add(planned.setdefault(chosen.name, {}), task.request)
