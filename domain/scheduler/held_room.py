@@ -190,7 +190,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
     ends = _ends(snapshot)
-    untouched: dict[tuple[object, int], Facts] = {}  # each plan starts from the same room: shared
+    untouched: dict[tuple[object, ...], dict[int, Facts]] = {}  # each plan starts from the same room: shared
     first = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
     if first is None or first.shadow == math.inf:
         return first
@@ -215,13 +215,13 @@ def _plan(
     ends: dict[str, list[tuple[float, ResourceList]]],
     rank: Choice,
     *,
-    untouched: dict[tuple[object, int], Facts],
+    untouched: dict[tuple[object, ...], dict[int, Facts]],
 ) -> Held | None:
     """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first. For a member alike
     the one before it, every node ranks as it did for that one but the node that one took, so
     only that node is ranked again, into a heap of the others (a gang's members are mostly
-    alike); and what a node no
-    member has taken yet offers a member is kept in ``untouched``, for the plans after."""
+    alike); and what a node no member has taken yet offers a member is kept in ``untouched``
+    (per likeness, by node index), for the plans after."""
     snapshot = session.snapshot
     statement = Statement(session)
     nodes = snapshot.node_list()
@@ -242,15 +242,14 @@ def _plan(
         return free_at, _covered(task, node)
 
     def ranked(
-        task: TaskInfo, likeness: tuple[object, ...], index: int, node: NodeInfo
+        task: TaskInfo, seen: dict[int, Facts], index: int, node: NodeInfo
     ) -> tuple[tuple[float, float, int], float] | None:
         if node.name in planned:
             offer = facts(task, node)
+        elif index in seen:
+            offer = seen[index]
         else:
-            key = (likeness, index)
-            if key not in untouched:
-                untouched[key] = facts(task, node)
-            offer = untouched[key]
+            offer = seen[index] = facts(task, node)
         if offer is None:
             return None
         order = rank(offer[0], offer[1], index)
@@ -258,13 +257,14 @@ def _plan(
 
     for task in tasks:
         previous, like = like, _likeness(task)
+        seen = untouched.setdefault(like, {})
         if like == previous:
-            entry = ranked(task, like, chosen_index, nodes[chosen_index])
+            entry = ranked(task, seen, chosen_index, nodes[chosen_index])
             if entry is not None:
                 heapq.heappush(ranks, entry)
         else:
             ranks = [
-                entry for index, node in enumerate(nodes) if (entry := ranked(task, like, index, node)) is not None
+                entry for index, node in enumerate(nodes) if (entry := ranked(task, seen, index, node)) is not None
             ]
             heapq.heapify(ranks)
         if not ranks:
