@@ -61,13 +61,9 @@ class RuntimeHistory:
             self.runs[user] = (*self.runs.get(user, ())[1 - KEPT :], runtime)
         self.ended.clear()
 
-    def predict(self, pod: Pod, label: str) -> float | None:
-        """The pod's predicted runtime in seconds: the mean of its user's last runtimes, or None."""
-        user = user_of(pod, label)
-        return None if user is None else self.mean(user)
-
     def mean(self, user: str) -> float | None:
-        """The mean of ``user``'s last runtimes in seconds, or None when none is kept."""
+        """``user``'s predicted runtime in seconds: the mean of its last runtimes, or None when
+        none is kept (``user_of`` names a pod's user)."""
         runs = self.runs.get(user)
         return sum(runs) / len(runs) if runs else None
 

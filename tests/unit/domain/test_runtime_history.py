@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.runtime_history import KEPT, RuntimeHistory, raised
+from domain.runtime_history import KEPT, RuntimeHistory, raised, user_of
 from domain.state import ClusterState
 from tests import builders as b
 
@@ -62,9 +62,11 @@ def test_each_user_keeps_the_last_runs_and_predicts_their_mean() -> None:
     assert state.runtime_history.runs == {"team/u": (30.0, 60.0), "team/w": (200.0,)}
     assert KEPT == 2
     pod = b.typed(_pod("next", "u", "Pending", started=None))
-    assert state.runtime_history.predict(pod, LABEL) == 45.0  # type: ignore[arg-type]
+    assert user_of(pod, LABEL) == "team/u"  # type: ignore[arg-type]
+    assert state.runtime_history.mean("team/u") == 45.0
     stranger = b.typed(_pod("next", "x", "Pending", started=None))
-    assert state.runtime_history.predict(stranger, LABEL) is None  # type: ignore[arg-type]
+    assert user_of(stranger, LABEL) == "team/x"  # type: ignore[arg-type]
+    assert state.runtime_history.mean("team/x") is None
 
 
 def test_a_pod_seen_succeeded_again_counts_once() -> None:
