@@ -6,7 +6,7 @@ used by the ``sla`` plugin); its old ``reserve`` action locked whole nodes for o
 Here each task, in task order, goes to the node (of those it could run on once they are empty)
 that frees up for it first, then whose free room covers most of its request, ties to node
 order; a node takes as many tasks as its allocatable holds. When a node frees up is known only
-from runtime estimates (``ESTIMATE``, an annotation on the pod or its PodGroup; an estimate is
+from runtime estimates (``runtimes.ESTIMATE``, an annotation on the pod or its PodGroup; an estimate is
 an input, never assumed) of the pods running there, with their ``status.startTime``, or, when
 the config names a user label, from their users' last runtimes (``domain.runtime_history``):
 a node that holds the task now frees up now, one that needs pods of unknown end never (so
@@ -31,21 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from domain import quantity
-from domain.durations import positive_seconds
 from domain.quantity import ResourceList
-from domain.runtime_history import raised, user_of
+from domain.scheduler import runtimes
 from domain.scheduler.extension_points import Vote
-from domain.scheduler.infos import HOLDING, JobInfo, TaskInfo, TaskStatus
+from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_table import NodeInfo
-from domain.scheduler.object_facts import seconds
 from domain.scheduler.predicates import fit_failures
+from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Key, Session
-from domain.scheduler.snapshot import Snapshot
 from domain.scheduler.statement import Statement
-
-Ends = dict[str, list[tuple[float, ResourceList]]]  # node -> (when, what) its pods of known end give back
-ESTIMATE = "schedstream.io/runtime-estimate"
-"""A Go duration: how long the pod (or each pod of the PodGroup) runs once started."""
 
 
 @dataclass(slots=True, eq=False)
@@ -57,93 +51,6 @@ class Held:
     statement: Statement
     places: list[tuple[TaskInfo, str]]
     shadow: float
-
-
-def _given(snapshot: Snapshot, task: TaskInfo) -> float | None:
-    """The task's runtime estimate in seconds as given: its pod's annotation, else its PodGroup's."""
-    own = positive_seconds(task.pod.metadata.annotations.get(ESTIMATE))
-    if own is not None:
-        return own
-    job = snapshot.jobs.get(task.job)
-    group = job.group if job is not None else None
-    return positive_seconds(group.metadata.annotations.get(ESTIMATE)) if group is not None else None
-
-
-def _read(snapshot: Snapshot, task: TaskInfo) -> tuple[float | None, str | None, float | None]:
-    """What the task's runtime is read from: its given estimate, its user (when the config keeps
-    a runtime history) and its start in seconds; read once per task (its pod and its PodGroup's
-    metadata never change while the task is kept: ``job_table``)."""
-    label = snapshot.history_label
-    read = task.runtime
-    if read is None or read[0] != label:
-        pod = task.pod
-        started = pod.status.start_time
-        user = user_of(pod, label) if label else None
-        read = task.runtime = (label, _given(snapshot, task), user, None if started is None else seconds(started))
-    return read[1], read[2], read[3]
-
-
-def _end(snapshot: Snapshot, task: TaskInfo) -> float:
-    """When a task on a node gives its room back: now for one being deleted, start + estimate for
-    a running one that has both (a given estimate it has outlived: now; a prediction: raised until
-    it is later than now), else never."""
-    if task.status is TaskStatus.RELEASING:
-        return snapshot.now
-    given, user, start = _read(snapshot, task)
-    if start is None:
-        return math.inf
-    if given is not None:
-        return max(start + given, snapshot.now)
-    predicted = None if user is None else snapshot.runtime_history.mean(user)
-    return math.inf if predicted is None else max(start + raised(predicted, snapshot.now - start), snapshot.now)
-
-
-def _sources(snapshot: Snapshot, tasks: list[TaskInfo]) -> tuple[float, tuple[str, ...] | None]:
-    """What the runtimes of ``tasks`` are read from: the longest given estimate (0 without one),
-    and the users of those without one; None for the users when a task has neither (or there
-    are no tasks)."""
-    longest, users = 0.0, set()
-    for task in tasks:
-        given, user, _ = _read(snapshot, task)
-        if given is not None:
-            longest = max(longest, given)
-        elif user is None:
-            return 0.0, None
-        else:
-            users.add(user)
-    return longest, tuple(sorted(users)) if tasks else None
-
-
-def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
-    """How long ``job``'s pending members that ask for room run: the longest of their given
-    estimates and their users' predictions; None when one has neither (or none asks)."""
-    tally = job.tally()
-    read = tally.runtimes
-    if read is None or read[0] != snapshot.history_label:
-        read = tally.runtimes = (snapshot.history_label, *_sources(snapshot, tally.asking))
-    _, longest, users = read
-    if users is None:
-        return None
-    for user in users:
-        predicted = snapshot.runtime_history.mean(user)
-        if predicted is None:
-            return None
-        longest = max(longest, predicted)
-    return longest
-
-
-def _ends(snapshot: Snapshot) -> Ends:
-    """Per node, the known ends of the pods that take room there, earliest first."""
-    ends: Ends = {}
-    for job in snapshot.jobs.values():
-        for task in job.tasks:
-            if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
-                end = _end(snapshot, task)
-                if end < math.inf:
-                    ends.setdefault(task.node, []).append((end, task.request))
-    for known in ends.values():
-        known.sort(key=lambda pair: pair[0])
-    return ends
 
 
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
@@ -189,7 +96,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     snapshot = session.snapshot
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
-    ends = _ends(snapshot)
+    ends = runtimes.ends(snapshot)
     untouched: dict[tuple[object, ...], dict[int, Facts]] = {}  # each plan starts from the same room: shared
     first = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
     if first is None or first.shadow == math.inf:
@@ -212,7 +119,7 @@ def _plan(
     session: Session,
     job: JobInfo,
     tasks: list[TaskInfo],
-    ends: dict[str, list[tuple[float, ResourceList]]],
+    ends: Ends,
     rank: Choice,
     *,
     untouched: dict[tuple[object, ...], dict[int, Facts]],
@@ -289,7 +196,7 @@ def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     if not holds or not any(held.shadow < math.inf for held in holds):  # most cycles hold nothing
         return []
     snapshot = session.snapshot
-    runs = runtime(snapshot, job)
+    runs = runtimes.runtime(snapshot, job)
     if runs is None:
         return []
     end = snapshot.now + runs

@@ -23,7 +23,7 @@ from typing import Any
 
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.held_room import ESTIMATE
+from domain.scheduler.runtimes import ESTIMATE
 from services.traces.model import IB_CLUSTER, SCHEDULERS, Job, Node, Trace
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

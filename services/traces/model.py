@@ -166,7 +166,7 @@ ESTIMATES = ("none", "trace", "exact")
 
 
 def with_estimates(trace: Trace, mode: str) -> Trace:
-    """The trace with the runtime estimates the scheduler is told (``held_room.ESTIMATE``):
+    """The trace with the runtime estimates the scheduler is told (``runtimes.ESTIMATE``):
     ``none`` (the default: a Kubernetes cluster has none), ``trace`` (those the trace gives, e.g.
     SWF's requested time) or ``exact`` (each job's own runtime, as the EASY baseline uses)."""
     if mode not in ESTIMATES:

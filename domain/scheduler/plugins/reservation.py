@@ -14,7 +14,7 @@ cluster busy: only the nodes it needs are held. Once it runs, the next one in li
 target.
 
 With ``reservation-shortest-first: true`` the other jobs go shortest first, by the runtime held
-room reads (an estimate given, else the user's prediction: ``held_room.runtime``), as EASY++
+room reads (an estimate given, else the user's prediction: ``runtimes.runtime``), as EASY++
 backfills (Tsafrir, Etsion and Feitelson 2007); a job of unknown runtime goes as one of none,
 so that its user's history learns. Without estimates or a history every job ties, and the order
 is the one without the argument. Starvation stays bounded: every job in turn becomes the target.
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
-from domain.scheduler import held_room
+from domain.scheduler import held_room, runtimes
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugin_args import switch
@@ -65,7 +65,7 @@ def build(options: Mapping[str, object]) -> Plugin:
         def order(job: JobInfo) -> Key:
             if job.key == chosen:
                 return (0.0, 0.0)
-            runs = held_room.runtime(snapshot, job) if shortest else None
+            runs = runtimes.runtime(snapshot, job) if shortest else None
             return (1.0, 0.0 if runs is None else runs)
 
         def pipelined(job: JobInfo) -> Vote:

@@ -1,7 +1,7 @@
 """sla and reservation: a gang past its waiting bound goes first and holds the room it waits
 for, so a small job that arrives later cannot take it; closed-loop on traces small enough to
 work out by hand, and the replay of each run gives its decisions again. With runtime estimates
-(``held_room.ESTIMATE``, SWF's requested time, ``simulate --estimates``) room is held on the
+(``runtimes.ESTIMATE``, SWF's requested time, ``simulate --estimates``) room is held on the
 nodes that free up first, and a later job whose estimate ends before the held gang could start
 (its shadow time) may use that room, as EASY backfill allows."""
 
@@ -20,7 +20,7 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
-from domain.scheduler import held_room, retry
+from domain.scheduler import held_room, retry, runtimes
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
@@ -337,7 +337,7 @@ def _task(name: str, cpu: str, *, node: str = "", runs: str | None = None) -> Ta
     """A task of the gang ``ns/g`` (pending), or a pod running on ``node`` since 0 for ``runs``."""
     wire = b.pod(name, cpu=cpu, memory=None, node_name=node, phase="Running" if node else "Pending")
     if runs is not None:
-        wire["metadata"]["annotations"] = {held_room.ESTIMATE: runs}
+        wire["metadata"]["annotations"] = {runtimes.ESTIMATE: runs}
         wire["status"]["startTime"] = b.iso(0)
     pod = b.typed(wire)
     assert isinstance(pod, Pod)

@@ -16,7 +16,7 @@ import pytest
 from domain.cache import ClusterCache
 from domain.engine import Engine
 from domain.events import InvalidEvent, parse_event
-from domain.scheduler import held_room, snapshot
+from domain.scheduler import runtimes, snapshot
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 from tests import builders as b
@@ -35,7 +35,7 @@ def _view(state: ClusterState, config: SchedulerConfig, cache: ClusterCache) -> 
             job.key, id(job.group), job.queue, job.min_member, job.min_task_member, job.min_resources, job.created,
             job.phase, list(job.allocated.items()), job.topology, job.terminating, job.priority, job.min_sub_groups,
             [(s.name, [t.key for t in s.tasks]) for s in job.subgroups],
-            [(t.key, id(t.pod), t.job, t.request, t.status, t.node, t.priority, t.role, held_room._read(view, t))
+            [(t.key, id(t.pod), t.job, t.request, t.status, t.node, t.priority, t.role, runtimes.read(view, t))
              for t in job.tasks],
         )
         for job in view.jobs.values()
@@ -110,14 +110,14 @@ def test_a_kept_task_reads_its_runtime_as_a_new_one() -> None:
 
     def group(estimate: str, rv: str) -> Wire:
         wire = b.pod_group("g", min_member=2, rv=rv, phase="Running")
-        wire["metadata"]["annotations"] = {held_room.ESTIMATE: estimate}
+        wire["metadata"]["annotations"] = {runtimes.ESTIMATE: estimate}
         return wire
 
     def pod(name: str, *, rv: str = "1", estimate: str | None = None, team: str = "a") -> Wire:
         wire = b.pod(name, group="g", rv=rv, node_name="n", phase="Running")
         wire["metadata"]["labels"] = {"team": team}
         if estimate is not None:
-            wire["metadata"]["annotations"][held_room.ESTIMATE] = estimate
+            wire["metadata"]["annotations"][runtimes.ESTIMATE] = estimate
         wire["status"]["startTime"] = b.iso(5)
         return wire
 
