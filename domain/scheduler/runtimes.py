@@ -38,13 +38,13 @@ def read(snapshot: Snapshot, task: TaskInfo) -> tuple[float | None, str | None, 
     a runtime history) and its start in seconds; read once per task (its pod and its PodGroup's
     metadata never change while the task is kept: ``job_table``)."""
     label = snapshot.history_label
-    read = task.runtime
-    if read is None or read[0] != label:
+    known = task.runtime
+    if known is None or known[0] != label:
         pod = task.pod
         started = pod.status.start_time
         user = user_of(pod, label) if label else None
-        read = task.runtime = (label, _given(snapshot, task), user, None if started is None else seconds(started))
-    return read[1], read[2], read[3]
+        known = task.runtime = (label, _given(snapshot, task), user, None if started is None else seconds(started))
+    return known[1], known[2], known[3]
 
 
 def _end(snapshot: Snapshot, task: TaskInfo) -> float:
@@ -82,10 +82,10 @@ def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
     """How long ``job``'s pending members that ask for room run: the longest of their given
     estimates and their users' predictions; None when one has neither (or none asks)."""
     tally = job.tally()
-    read = tally.runtimes
-    if read is None or read[0] != snapshot.history_label:
-        read = tally.runtimes = (snapshot.history_label, *_sources(snapshot, tally.asking))
-    _, longest, users = read
+    known = tally.runtimes
+    if known is None or known[0] != snapshot.history_label:
+        known = tally.runtimes = (snapshot.history_label, *_sources(snapshot, tally.asking))
+    _, longest, users = known
     if users is None:
         return None
     for user in users:
@@ -98,13 +98,13 @@ def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
 
 def ends(snapshot: Snapshot) -> Ends:
     """Per node, the known ends of the pods that take room there, earliest first."""
-    ends: Ends = {}
+    out: Ends = {}
     for job in snapshot.jobs.values():
         for task in job.tasks:
             if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
                 end = _end(snapshot, task)
                 if end < math.inf:
-                    ends.setdefault(task.node, []).append((end, task.request))
-    for known in ends.values():
+                    out.setdefault(task.node, []).append((end, task.request))
+    for known in out.values():
         known.sort(key=lambda pair: pair[0])
-    return ends
+    return out
