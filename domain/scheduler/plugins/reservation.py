@@ -29,7 +29,7 @@ from domain.objects.meta import ObjectKey
 from domain.scheduler import held_room, runtimes
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
-from domain.scheduler.plugin_args import switch
+from domain.scheduler.plugin_args import arguments_of, switch
 from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import Snapshot
 
@@ -53,8 +53,7 @@ def target(snapshot: Snapshot, bound: float) -> ObjectKey | None:
 
 
 def build(options: Mapping[str, object]) -> Plugin:
-    arguments = options.get("arguments") or {}
-    given = positive_seconds(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
+    given = positive_seconds(arguments_of(options).get(WAITING_TIME))
     bound = DEFAULT_WAITING if given is None else given
     shortest = switch(options, SHORTEST_FIRST, default=False)
 

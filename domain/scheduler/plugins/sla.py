@@ -18,6 +18,7 @@ from domain.durations import positive_seconds
 from domain.scheduler import held_room
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
+from domain.scheduler.plugin_args import arguments_of
 from domain.scheduler.session import Key, Plugin, Session
 
 NAME = "sla"
@@ -31,8 +32,7 @@ def waiting_time(job: JobInfo, default: float | None) -> float | None:
 
 
 def build(options: Mapping[str, object]) -> Plugin:
-    arguments = options.get("arguments") or {}
-    default = positive_seconds(arguments.get(WAITING_TIME)) if isinstance(arguments, Mapping) else None
+    default = positive_seconds(arguments_of(options).get(WAITING_TIME))
 
     def on_open(session: Session) -> None:
         now = session.snapshot.now
