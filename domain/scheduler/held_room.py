@@ -38,7 +38,7 @@ from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.runtimes import Ends
-from domain.scheduler.session import Key, Session
+from domain.scheduler.session import HeldRoom, Key, Session
 from domain.scheduler.statement import Statement
 
 
@@ -188,6 +188,11 @@ def _plan(
         places.append((task, chosen.name))
         shadow = max(shadow, chosen_at)
     return Held(job, statement, places, shadow)
+
+
+def room_of(held: Held) -> HeldRoom:
+    """What ``held`` holds now, per node, and its shadow time."""
+    return HeldRoom(held.job.key, tuple(held.statement.holding()), held.shadow)
 
 
 def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:

@@ -12,6 +12,8 @@ A refusal is a ``Reject`` decision, made once; a refused queue stays refused (it
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from domain import quantity
 from domain.decisions import Decision, ObjectRef, Reject
 from domain.lifecycle.queue import QueuePhase
@@ -19,7 +21,10 @@ from domain.reasons import Reason
 from domain.recorded import RejectWithdrawn
 from domain.scheduler.infos import PLACED, ROOT, QueueInfo
 from domain.scheduler.snapshot import Snapshot
-from domain.state import ClusterState
+
+Record = Callable[[Reject | RejectWithdrawn], bool]
+"""How a cycle keeps a refusal: the state's ``record`` (True when it takes effect now); a dry
+run (``volcano_cycle.dry_run``) keeps none."""
 
 
 def _own_pods(snapshot: Snapshot, queue: str) -> int:
@@ -45,7 +50,7 @@ def _refusal(snapshot: Snapshot, queue: QueueInfo, accepted: list[QueueInfo]) ->
     return ""
 
 
-def refuse_queues(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decision]:
+def refuse_queues(cluster: str, record: Record, snapshot: Snapshot, seq: int) -> list[Decision]:
     out = []
     accepted: list[QueueInfo] = []
     for queue in sorted(snapshot.queues.values(), key=lambda q: (q.created, q.name)):
@@ -57,13 +62,13 @@ def refuse_queues(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Dec
             continue
         queue.state = QueuePhase.REJECTED
         snapshot.queues[queue.parent].children.remove(queue.name)
-        reject = Reject.make(state.name, seq, ObjectRef.of(queue.queue), Reason.QUEUE_REFUSED.value, message=message)
-        if state.record(reject):
+        reject = Reject.make(cluster, seq, ObjectRef.of(queue.queue), Reason.QUEUE_REFUSED.value, message=message)
+        if record(reject):
             out.append(reject)
     return out
 
 
-def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decision]:
+def reject_jobs(cluster: str, record: Record, snapshot: Snapshot, seq: int) -> list[Decision]:
     out = []
     # Jobs in refused or inner queues are rejected; elsewhere, only the Rejects in force are withdrawn.
     keys = set(snapshot.rejected)
@@ -80,12 +85,12 @@ def reject_jobs(state: ClusterState, snapshot: Snapshot, seq: int) -> list[Decis
         elif queue.children:
             reason, message = Reason.QUEUE_NOT_LEAF, f"queue {queue.name} has child queues; only leaf queues run jobs"
         else:
-            state.record(RejectWithdrawn(ObjectRef.of(job.group)))
+            record(RejectWithdrawn(ObjectRef.of(job.group)))
             snapshot.rejected.discard(key)
             continue
         snapshot.drop(key)
         snapshot.rejected.add(key)
-        reject = Reject.make(state.name, seq, ObjectRef.of(job.group), reason.value, message=message)
-        if state.record(reject):
+        reject = Reject.make(cluster, seq, ObjectRef.of(job.group), reason.value, message=message)
+        if record(reject):
             out.append(reject)
     return out

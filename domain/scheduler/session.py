@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from domain.objects.meta import ObjectKey
+from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
@@ -53,6 +54,28 @@ class Findings:
         self.verdicts.setdefault(job.key, []).append(verdict)
 
 
+@dataclass(frozen=True, slots=True)
+class HeldRoom:
+    """Room a gang past its waiting bound holds: per node, what it takes there, and when it
+    starts at the latest (its shadow time; infinite without runtimes)."""
+
+    gang: ObjectKey
+    nodes: tuple[tuple[str, ResourceList], ...]
+    shadow: float
+
+
+@dataclass
+class Seen:
+    """What a dry run of the cycle (``volcano_cycle.dry_run``, for ``explain``) keeps of
+    allocate: the room gangs hold at its end, and for each watched job, as it was last tried,
+    the nodes' free room and the room held that it could not use."""
+
+    watch: frozenset[ObjectKey]
+    holding: list[HeldRoom] = field(default_factory=list)
+    room: dict[ObjectKey, dict[str, ResourceList]] = field(default_factory=dict)
+    held_from: dict[ObjectKey, list[HeldRoom]] = field(default_factory=dict)
+
+
 class Session:
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
         self.snapshot = snapshot
@@ -77,6 +100,7 @@ class Session:
         self.points: set[ExtensionPoint] = set()  # points that have at least one callback
         self.node_local = False  # predicates and scores look at the task and the node alone (``registry``)
         self.kept: dict[str, object] = {}  # what actions keep for the next session (``SchedulerCache.kept``)
+        self.seen: Seen | None = None  # kept by a dry run only
         self.candidates = Candidates(self.predicate, self.node_score)
 
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.

@@ -60,6 +60,8 @@ def execute(session: Session) -> None:
         #    made ready with tasks still pending goes back to its queue.
         if _allocate(session, job, failed.setdefault(job.key, set()), holds):
             order.push(job)
+    if session.seen is not None:  # a dry run: the room held at the end
+        session.seen.holding = [held_room.room_of(held) for held in holds]
 
 
 def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held]) -> bool:
@@ -72,6 +74,10 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     if keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent)):
         return False
     held_room.lend(lent)
+    if session.seen is not None and job.key in session.seen.watch:  # a dry run: what the job saw
+        seen = session.seen
+        seen.room[job.key] = {node.name: dict(node.idle) for node in session.snapshot.node_list()}
+        seen.held_from[job.key] = [held_room.room_of(h) for h in holds if h.job is not job and h not in lent]
     verdicts = len(session.found.verdicts.get(job.key, []))
     fits = dict(session.found.fits.get(job.key, {}))
     # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
