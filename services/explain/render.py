@@ -21,8 +21,28 @@ def _fit(fit: Mapping[str, Any]) -> list[str]:
         where = "fits on " + (", ".join(fit["fits"]) or "no node")
     lines = [f"  {fit['task']} asks {_pairs(fit['request'])}: {where}"]
     for row in fit["nodesShort"]:
-        short = f" (short by {_pairs(row['short'])})" if row.get("short") else ""
-        lines.append(f"    {row['node']}: {'; '.join(row['reasons'])}{short}")
+        notes = [f"short by {_pairs(row['short'])}"] if row.get("short") else []
+        notes += [f"room held for {', '.join(row['heldFor'])}"] if row.get("heldFor") else []
+        lines.append(f"    {row['node']}: {'; '.join(row['reasons'])}{' (' + '; '.join(notes) + ')' if notes else ''}")
+    return lines
+
+
+def _starts(room: Mapping[str, Any]) -> str:
+    if room["startsBy"]:
+        return f"starts by {room['startsBy']}"
+    return "starts when those nodes free up (no runtimes known)"
+
+
+def _held(details: Mapping[str, Any]) -> list[str]:
+    """The room this gang holds, and the room gangs held from it, in the next cycle."""
+    lines = []
+    if details.get("holding"):
+        room = details["holding"]
+        nodes = "; ".join(f"{node} {_pairs(taken)}" for node, taken in room["nodes"].items())
+        lines.append(f"Holding room past its waiting bound (later jobs may not use it): {nodes}; {_starts(room)}")
+    for room in details.get("heldFrom") or []:
+        nodes = "; ".join(f"{node} {_pairs(taken)}" for node, taken in room["nodes"].items() if taken)
+        lines.append(f"Room held for {room['gang']}, ahead of this one: {nodes or 'nothing free yet'}; {_starts(room)}")
     return lines
 
 
@@ -47,6 +67,7 @@ def _gang(gang: Mapping[str, Any]) -> list[str]:
                      f"free in the cluster {_pairs(gang['clusterFree'])}")  # fmt: skip
         for fit in gang["waitingFor"]:
             lines.extend(_fit(fit))
+    lines.extend(_held(gang))
     topology = gang.get("topology")
     if topology:
         domains = topology["label"] or "HyperNodes"
@@ -73,7 +94,7 @@ def _details(kind: str, details: Mapping[str, Any]) -> list[str]:
         return _queue(details)
     if kind == "Pod" and details.get("waitingFor"):
         alone = f" (this member alone; its gang {details['group']} must fit whole)" if details["group"] else ""
-        return [f"Waiting for a node{alone}:", *_fit(details["waitingFor"])]
+        return [f"Waiting for a node{alone}:", *_fit(details["waitingFor"]), *_held(details)]
     lines = []
     position = details.get("position")
     if position:

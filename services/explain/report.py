@@ -10,6 +10,7 @@ from domain.objects.core import Pod
 from domain.objects.kueue import LocalQueue, Workload
 from domain.objects.meta import ObjectKey, key_of
 from domain.scheduler import snapshot as scheduler_snapshot
+from domain.scheduler import volcano_cycle
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 from services.explain import kueue, volcano
@@ -84,26 +85,35 @@ def _details(state: ClusterState, config: SchedulerConfig, target: Target, obj: 
     if isinstance(obj, LocalQueue):
         return kueue.local_queue(state, config, obj, key)
     snap = scheduler_snapshot.fresh(state, config)
-    if kind == "PodGroup":
-        return volcano.gang(state, snap, key)
     if kind == "Queue":
         return volcano.queue_share(snap, target.name)
     if kind == "Node":
-        return volcano.node(state, snap, target.name)
-    if kind == "Job":
-        groups = [
-            g
-            for g in state.of_kind("PodGroup").values()
-            if g.metadata.namespace == target.namespace
-            and any(o.kind == "Job" and o.uid == obj.metadata.uid for o in g.metadata.owner_references)
-        ]
-        return {"podGroups": {str(key_of(g.metadata)): volcano.gang(state, snap, key_of(g.metadata)) for g in groups}}
+        return volcano.node(state, snap, volcano_cycle.dry_run(state, config, frozenset()), target.name)
+    if kind in ("PodGroup", "Job"):
+        groups = [key] if kind == "PodGroup" else [key_of(g.metadata) for g in _groups_of(state, target, obj)]
+        seen = volcano_cycle.dry_run(state, config, frozenset(groups))  # what the next cycle shows them
+        gangs = {str(group): volcano.gang(state, snap, seen, group) for group in groups}
+        return gangs[str(key)] if kind == "PodGroup" else {"podGroups": gangs}
     if isinstance(obj, Pod):
         task = volcano.tasks(snap).get(key)
-        pending = task is not None and task.status is scheduler_snapshot.TaskStatus.PENDING
+        if task is None or task.status is not scheduler_snapshot.TaskStatus.PENDING:
+            return {"group": obj.group_name() or None, "where": volcano.member(state, obj, task), "waitingFor": None}
+        seen = volcano_cycle.dry_run(state, config, frozenset([task.job]))
+        idle, held = volcano.seen_room(snap, seen, task.job)
         return {
             "group": obj.group_name() or None,
             "where": volcano.member(state, obj, task),
-            "waitingFor": volcano.node_fit(snap, task) if pending and task is not None else None,
+            "waitingFor": volcano.node_fit(snap, task, idle, held),
+            "heldFrom": volcano.held_from(seen, task.job),
         }
     return None
+
+
+def _groups_of(state: ClusterState, target: Target, job: Any) -> list[Any]:
+    """The PodGroups a Volcano Job owns."""
+    return [
+        g
+        for g in state.of_kind("PodGroup").values()
+        if g.metadata.namespace == target.namespace
+        and any(o.kind == "Job" and o.uid == job.metadata.uid for o in g.metadata.owner_references)
+    ]

@@ -1,11 +1,19 @@
 """What a Volcano object waits for, read from the scheduler's own snapshot of the state (the
 picture the next cycle starts from): where each member of a gang is, which nodes fell short for
 each pending member and by how much, the topology domains a gang may use with what is free in
-each, preemption in progress, and its queue's share against what it deserves."""
+each, preemption in progress, and its queue's share against what it deserves.
+
+Room that gangs past their waiting bound hold (``sla``, ``reservation``) lives only inside a
+cycle, so the free room a job waits for is read from a dry run of the next cycle
+(``volcano_cycle.dry_run``) as allocate showed it to the job: less what jobs before it took and
+gangs held from it. So it also tells the room a gang holds, and on which nodes a job would fit
+but for room held for whom."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from domain import quantity
@@ -17,6 +25,7 @@ from domain.scheduler.network_domains import HYPERNODE, where_key
 from domain.scheduler.plugins import proportion
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.queue_shares import real_capabilities
+from domain.scheduler.session import HeldRoom, Seen
 from domain.scheduler.snapshot import Snapshot
 from domain.state import ClusterState
 
@@ -49,12 +58,17 @@ def member(state: ClusterState, pod: Pod, task: TaskInfo | None) -> dict[str, An
     }
 
 
-def node_fit(snap: Snapshot, task: TaskInfo, idle: dict[str, ResourceList] | None = None) -> dict[str, Any]:
+Held = Mapping[str, list[tuple[str, ResourceList]]]
+"""Per node, the gangs whose held room there a job could not use, and what each held."""
+
+
+def node_fit(snap: Snapshot, task: TaskInfo, idle: Mapping[str, ResourceList], held: Held) -> dict[str, Any]:
     """The nodes a pending task fits on, and for every other node why not and, when resources
-    are what lacks, by how much. ``idle``: free resources per node, when not the snapshot's."""
+    are what lacks, by how much; and when it would fit but for room gangs hold there, whose.
+    ``idle``: free resources per node, as the task's job saw them."""
     fits, short = [], []
     for info in snap.node_list():
-        free = info.idle if idle is None else idle[info.name]
+        free = idle[info.name]
         reasons = fit_failures(task.pod, task.request, info.node, free)
         if not reasons:
             fits.append(info.name)
@@ -62,18 +76,59 @@ def node_fit(snap: Snapshot, task: TaskInfo, idle: dict[str, ResourceList] | Non
         entry: dict[str, Any] = {"node": info.name, "reasons": reasons}
         if all(reason.startswith(INSUFFICIENT) for reason in reasons):
             entry["short"] = amounts(lacking(task.request, free))
+        holders = held.get(info.name, [])
+        if holders and not fit_failures(
+            task.pod, task.request, info.node, quantity.sum_lists([free, *(taken for _, taken in holders)])
+        ):
+            entry["heldFor"] = [gang for gang, _ in holders]
         short.append(entry)
     return {"task": task.pod.metadata.name, "request": amounts(task.request), "fits": fits, "nodesShort": short}
 
 
-def gang_fit(snap: Snapshot, pending: list[TaskInfo]) -> list[dict[str, Any]]:
+def _starts_by(room: HeldRoom) -> str | None:
+    """When a holding gang starts at the latest (its shadow time); None when runtimes do not tell."""
+    if room.shadow == math.inf:
+        return None
+    return datetime.fromtimestamp(room.shadow, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _room(room: HeldRoom) -> dict[str, Any]:
+    nodes = {node: amounts(taken) for node, taken in room.nodes}
+    held = {node: taken for node, taken in nodes.items() if taken}
+    return {"gang": str(room.gang), "nodes": held, "startsBy": _starts_by(room)}
+
+
+def holding(seen: Seen, key: ObjectKey) -> dict[str, Any] | None:
+    """The room the gang ``key`` holds in the next cycle: per node, and until when."""
+    return next((_room(room) for room in seen.holding if room.gang == key), None)
+
+
+def held_from(seen: Seen, key: ObjectKey) -> list[dict[str, Any]]:
+    """The room gangs held that the job ``key`` could not use when the next cycle tried it."""
+    return [_room(room) for room in seen.held_from.get(key, [])]
+
+
+def seen_room(snap: Snapshot, seen: Seen, key: ObjectKey) -> tuple[dict[str, ResourceList], Held]:
+    """The nodes' free room as the next cycle's allocate showed it to the job ``key`` (the
+    snapshot's when it was not tried), and per node the room held from it."""
+    tried = seen.room.get(key)
+    idle = {info.name: dict(tried[info.name] if tried is not None else info.idle) for info in snap.node_list()}
+    held: dict[str, list[tuple[str, ResourceList]]] = {}
+    for room in seen.held_from.get(key, []):
+        for node, taken in room.nodes:
+            if any(taken.values()):
+                held.setdefault(node, []).append((str(room.gang), taken))
+    return idle, held
+
+
+def gang_fit(snap: Snapshot, seen: Seen, key: ObjectKey, pending: list[TaskInfo]) -> list[dict[str, Any]]:
     """The pending members placed one after another, each on the first node with room left by
     the ones before it (``takes``), as a gang must be: a member that fits alone may not fit after
     the others, and then its row says which nodes fell short by how much."""
-    idle = {info.name: dict(info.idle) for info in snap.node_list()}
+    idle, held = seen_room(snap, seen, key)
     rows = []
     for task in pending:
-        fit = node_fit(snap, task, idle)
+        fit = node_fit(snap, task, idle, held)
         if fit["fits"]:
             fit["takes"] = fit["fits"][0]
             quantity.add(idle[fit["takes"]], {k: -v for k, v in task.request.items()})
@@ -121,7 +176,7 @@ def _topology(snap: Snapshot, job: JobInfo, need: Mapping[str, int]) -> dict[str
     return {"mode": "hard" if request.hard else "soft", "label": request.label or None, "domains": rows}
 
 
-def gang(state: ClusterState, snap: Snapshot, key: ObjectKey) -> dict[str, Any]:
+def gang(state: ClusterState, snap: Snapshot, seen: Seen, key: ObjectKey) -> dict[str, Any]:
     """A PodGroup's members and where each is, and what its pending members wait for."""
     namespace, _, name = key.rpartition("/")
     by_key = tasks(snap)
@@ -138,7 +193,9 @@ def gang(state: ClusterState, snap: Snapshot, key: ObjectKey) -> dict[str, Any]:
         "placed": job.placed() if job else 0,
         "pendingNeed": amounts(need),
         "clusterFree": amounts(quantity.sum_lists({k: max(v, 0) for k, v in n.idle.items()} for n in snap.node_list())),
-        "waitingFor": gang_fit(snap, pending),
+        "waitingFor": gang_fit(snap, seen, key, pending),
+        "holding": holding(seen, key),
+        "heldFrom": held_from(seen, key),
         "topology": _topology(snap, job, need) if job else None,
         "preemption": preemption(state, snap, job),
         "queue": queue_share(snap, job.queue) if job else None,
@@ -162,7 +219,7 @@ def preemption(state: ClusterState, snap: Snapshot, job: JobInfo | None) -> dict
     return {"pipelined": pipelined, "victims": victims}
 
 
-def node(state: ClusterState, snap: Snapshot, name: str) -> dict[str, Any] | None:
+def node(state: ClusterState, snap: Snapshot, seen: Seen, name: str) -> dict[str, Any] | None:
     info = snap.nodes.get(name)
     if info is None:
         return None
@@ -174,4 +231,7 @@ def node(state: ClusterState, snap: Snapshot, name: str) -> dict[str, Any] | Non
         "allocatable": amounts(info.allocatable),
         "free": amounts({k: max(v, 0) for k, v in info.idle.items()}),
         "pods": pods,
+        "heldFor": {
+            str(room.gang): amounts(taken) for room in seen.holding for node, taken in room.nodes if node == name
+        },
     }

@@ -177,3 +177,47 @@ def test_a_gangs_timeline_holds_its_members_binds() -> None:
         (18, "member", "Bind", "train-worker-2 -> gpu-2 (Scheduled)"),
         (18, "member", "Bind", "train-worker-3 -> gpu-0 (Scheduled)"),
     ]
+
+
+def scenario_config(scenario: Path, tmp_path: Path) -> str:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tomllib.loads((scenario / "scenario.toml").read_text())["config"]))
+    return str(config)
+
+
+HELD = SCENARIOS / "backfill" / "005-held-room-keeps-a-later-job-off-the-free-node"
+
+
+def test_a_job_kept_off_held_room_is_told_whose_room_it_is(tmp_path: Path) -> None:
+    args = ["--events", str(HELD / "events.jsonl"), "--config", scenario_config(HELD, tmp_path), "--at", "19"]
+    report = explain("podgroup", "default/c", *args)
+    # The condition is Volcano's: held room counts as taken.
+    assert report["reason"]["message"].endswith("0/2 nodes are unavailable: 2 Insufficient cpu.")
+    (member,) = report["details"]["waitingFor"]
+    assert member["fits"] == []
+    assert {row["node"]: row.get("heldFor") for row in member["nodesShort"]} == {"n0": None, "n1": ["default/b"]}
+    assert report["details"]["heldFrom"] == [
+        {"gang": "default/b", "nodes": {"n1": {"cpu": "4", "pods": "1"}, "n0": {"pods": "1"}}, "startsBy": None}
+    ]
+    assert report["details"]["holding"] is None
+    holder = explain("podgroup", "default/b", *args)["details"]
+    assert holder["holding"] == report["details"]["heldFrom"][0]
+    assert holder["heldFrom"] == []
+    pod = explain("pod", "default/c-0", *args)["details"]
+    assert pod["heldFrom"] == report["details"]["heldFrom"]
+    assert pod["waitingFor"]["nodesShort"][1]["heldFor"] == ["default/b"]
+    node = explain("node", "n1", *args)["details"]
+    assert node["free"] == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    assert node["heldFor"] == {"default/b": {"cpu": "4", "pods": "1"}}
+    text = CliRunner().invoke(main, ["explain", "podgroup", "default/c", *args]).stdout
+    assert "    n1: Insufficient cpu (short by cpu=4; room held for default/b)" in text
+    assert "Room held for default/b, ahead of this one: n1 cpu=4, pods=1; n0 pods=1; starts when" in text
+
+
+def test_without_held_room_explain_reads_the_free_room() -> None:
+    """The same stream under Volcano's default configuration, cut before c's first cycle:
+    nothing holds room, and c would take n1."""
+    report = explain("podgroup", "default/c", "--events", str(HELD / "events.jsonl"), "--at", "17")
+    (member,) = report["details"]["waitingFor"]
+    assert member["takes"] == "n1"
+    assert report["details"]["heldFrom"] == []
