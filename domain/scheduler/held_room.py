@@ -51,6 +51,7 @@ class Held:
     statement: Statement
     places: list[tuple[TaskInfo, str]]
     shadow: float
+    lent: dict[str, ResourceList] | None = None  # per node, what the statement holds, once asked (``lent_room``)
 
 
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
@@ -209,10 +210,19 @@ def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
 
 
 def lent_room(lent: list[Held]) -> dict[str, ResourceList]:
-    """Per node, what the holds of ``lent`` keep there: the room lending them gives back."""
+    """Per node, what the holds of ``lent`` keep there: the room lending them gives back. For
+    one hold (most often), the same dict for every job lent it until it is held again (never
+    change it)."""
+    for held in lent:
+        if held.lent is None:
+            held.lent = {}
+            for node, taken in held.statement.holding():
+                quantity.add(held.lent.setdefault(node, {}), taken)
+    if len(lent) == 1 and lent[0].lent is not None:
+        return lent[0].lent
     room: dict[str, ResourceList] = {}
     for held in lent:
-        for node, taken in held.statement.holding():
+        for node, taken in (held.lent or {}).items():
             quantity.add(room.setdefault(node, {}), taken)
     return room
 
@@ -227,7 +237,7 @@ def lend(lent: list[Held]) -> None:
 def hold_again(session: Session, lent: list[Held]) -> None:
     """Each lent hold takes again what its nodes still have free of its tasks' requests."""
     for held in lent:
-        held.statement = Statement(session)
+        held.statement, held.lent = Statement(session), None
         for task, node in held.places:
             held.statement.hold(task, node)
 

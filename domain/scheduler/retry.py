@@ -131,6 +131,11 @@ class _Rooms:
     # values, brought up to date from the nodes the candidates changed since (kept with ``nodes``),
     # and the tuple made of them (given again while the values are the same)
     known: dict[tuple[str, ...], tuple[Candidates, int, list[int], tuple[int, ...]]]
+    # per set of resource names, the last room read with held room lent added: that room, the
+    # lent room (per node), and the sum (``_same_room``; the same objects give the same sum)
+    lent: dict[tuple[str, ...], tuple[tuple[int, ...], dict[str, ResourceList], tuple[int, ...]]] = field(
+        default_factory=dict
+    )
 
 
 def _kept(session: Session) -> _Rooms:
@@ -185,12 +190,17 @@ def _same_room(session: Session, last: Seen, kept: _Rooms, lent: dict[str, Resou
     so most gangs compare by identity."""
     room = _room(session, kept, last.names)
     if lent:
-        values, names = list(room), last.names
+        names = last.names
+        known = kept.lent.get(names)
+        if known is not None and known[0] is room and known[1] is lent:
+            return known[2] == last.room
+        values = list(room)
         for node, amounts in lent.items():
             start = kept.positions[node] * len(names)
             for k, name in enumerate(names):
                 values[start + k] += amounts.get(name, 0)
-        return tuple(values) == last.room
+        kept.lent[names] = (room, lent, tuple(values))
+        return kept.lent[names][2] == last.room
     if room is not last.room and room != last.room:
         return False
     last.room = room

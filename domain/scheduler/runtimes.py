@@ -47,10 +47,10 @@ def read(snapshot: Snapshot, task: TaskInfo) -> tuple[float | None, str | None, 
     return known[1], known[2], known[3]
 
 
-def _end(snapshot: Snapshot, task: TaskInfo) -> float:
+def _end(snapshot: Snapshot, task: TaskInfo, means: dict[str, float | None]) -> float:
     """When a task on a node gives its room back: now for one being deleted, start + estimate for
     a running one that has both (a given estimate it has outlived: now; a prediction: raised until
-    it is later than now), else never."""
+    it is later than now), else never. ``means``: the users' predictions asked so far."""
     if task.status is TaskStatus.RELEASING:
         return snapshot.now
     given, user, start = read(snapshot, task)
@@ -58,7 +58,11 @@ def _end(snapshot: Snapshot, task: TaskInfo) -> float:
         return math.inf
     if given is not None:
         return max(start + given, snapshot.now)
-    predicted = None if user is None else snapshot.runtime_history.mean(user)
+    if user is None:
+        return math.inf
+    if user not in means:
+        means[user] = snapshot.runtime_history.mean(user)
+    predicted = means[user]
     return math.inf if predicted is None else max(start + raised(predicted, snapshot.now - start), snapshot.now)
 
 
@@ -99,10 +103,14 @@ def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
 def ends(snapshot: Snapshot) -> Ends:
     """Per node, the known ends of the pods that take room there, earliest first."""
     out: Ends = {}
+    means: dict[str, float | None] = {}  # each user's prediction, asked once
     for job in snapshot.jobs.values():
+        tally = job.tally()
+        if len(tally.pending) == tally.size:  # a job all pending takes no room
+            continue
         for task in job.tasks:
             if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
-                end = _end(snapshot, task)
+                end = _end(snapshot, task, means)
                 if end < math.inf:
                     out.setdefault(task.node, []).append((end, task.request))
     for known in out.values():

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from domain import quantity
 from domain.durations import positive_seconds
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
@@ -378,6 +379,75 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
 # HISTORY and a gang e of user s (two nodes, 5 s) at 72: from 92, when c has left the node the
 # gang b holds, e is lent it but needs both nodes, and fails.
 LENT_IN_VAIN = Trace((*HISTORY.jobs, Job("e", 72, 5, tasks=2, requests={"cpu": "4"}, labels=_of("s"))), HISTORY.nodes)
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, LARGE_GANGS), (BUSY_USERS, LARGE_GANGS_HISTORY), (LENT_IN_VAIN, HISTORY_CONFIG)],
+    ids=["large-gangs", "large-gangs with runtime history", "a gang lent room in vain"],
+)
+def test_lent_room_is_what_the_holds_keep_now(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room lending gives back, kept per hold for the jobs lent it, is what the hold's
+    statement keeps at each ask, also after a job lent it took some and it was held again."""
+    events = io.BytesIO()
+    run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
+    checks: list[bool] = []
+    rooms: dict[int, list[dict[str, Any]]] = {}  # a hold -> the rooms lent of it, in turn
+    alive: list[held_room.Held] = []  # kept, so no two holds share an id
+    real = held_room.lent_room
+
+    def checked(lent: list[held_room.Held]) -> dict[str, Any]:
+        room = real(lent)
+        now: dict[str, Any] = {}
+        for held in lent:
+            for node, taken in held.statement.holding():
+                quantity.add(now.setdefault(node, {}), taken)
+            rooms.setdefault(id(held), []).append(dict(now))
+            alive.append(held)
+        checks.append(room == now)
+        return room
+
+    monkeypatch.setattr(held_room, "lent_room", checked)
+    _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
+    assert checks and all(checks)
+    if config is LARGE_GANGS_HISTORY:  # a hold whose room changed while it was lent
+        assert any(len({repr(room) for room in seen}) > 1 for seen in rooms.values())
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, LARGE_GANGS), (BUSY_USERS, LARGE_GANGS_HISTORY), (LENT_IN_VAIN, HISTORY_CONFIG)],
+    ids=["large-gangs", "large-gangs with runtime history", "a gang lent room in vain"],
+)
+def test_a_kept_attempt_compares_with_the_room_now_and_the_room_lent_now(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room plus the room lent, kept for the jobs that see the same of both, is what adding
+    them up afresh gives, whichever changed since."""
+    events = io.BytesIO()
+    run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
+    checks: list[bool] = []
+    real = retry._same_room
+
+    def checked(session: Session, last: retry.Seen, kept: Any, lent: dict[str, Any] | None) -> bool:
+        if lent:
+            values, names = list(retry._room(session, kept, last.names)), last.names
+            for node, amounts in lent.items():
+                for k, name in enumerate(names):
+                    values[kept.positions[node] * len(names) + k] += amounts.get(name, 0)
+            want = tuple(values) == last.room
+        answer = real(session, last, kept, lent)
+        if lent:
+            checks.append(answer == want)
+        return answer
+
+    monkeypatch.setattr(retry, "_same_room", checked)
+    _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
+    assert all(checks)
+    if config is not LARGE_GANGS:  # without estimates or history nothing is lent
+        assert checks
 
 
 @pytest.mark.parametrize(
