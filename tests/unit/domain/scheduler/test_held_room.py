@@ -381,11 +381,15 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
 LENT_IN_VAIN = Trace((*HISTORY.jobs, Job("e", 72, 5, tasks=2, requests={"cpu": "4"}, labels=_of("s"))), HISTORY.nodes)
 
 
-@pytest.mark.parametrize(
+# Runs where held room is planned and (but the first, without estimates or history) lent.
+LENT_RUNS = pytest.mark.parametrize(
     ("trace", "config"),
     [(BUSY, LARGE_GANGS), (BUSY_USERS, LARGE_GANGS_HISTORY), (LENT_IN_VAIN, HISTORY_CONFIG)],
     ids=["large-gangs", "large-gangs with runtime history", "a gang lent room in vain"],
 )
+
+
+@LENT_RUNS
 def test_lent_room_is_what_the_holds_keep_now(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -416,11 +420,7 @@ def test_lent_room_is_what_the_holds_keep_now(
         assert any(len({repr(room) for room in seen}) > 1 for seen in rooms.values())
 
 
-@pytest.mark.parametrize(
-    ("trace", "config"),
-    [(BUSY, LARGE_GANGS), (BUSY_USERS, LARGE_GANGS_HISTORY), (LENT_IN_VAIN, HISTORY_CONFIG)],
-    ids=["large-gangs", "large-gangs with runtime history", "a gang lent room in vain"],
-)
+@LENT_RUNS
 def test_a_kept_attempt_compares_with_the_room_now_and_the_room_lent_now(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -450,11 +450,7 @@ def test_a_kept_attempt_compares_with_the_room_now_and_the_room_lent_now(
         assert checks
 
 
-@pytest.mark.parametrize(
-    ("trace", "config"),
-    [(BUSY, LARGE_GANGS), (BUSY_USERS, LARGE_GANGS_HISTORY), (LENT_IN_VAIN, HISTORY_CONFIG)],
-    ids=["large-gangs", "large-gangs with runtime history", "a gang lent room in vain"],
-)
+@LENT_RUNS
 def test_what_is_kept_is_the_room_the_attempt_saw(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
