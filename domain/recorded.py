@@ -32,6 +32,7 @@ from domain.lifecycle.status import LocalQueueUsage, MachineStatus
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey
+from domain.quantity import ResourceList
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,26 @@ class RejectWithdrawn:
     target: ObjectRef
 
 
-Note = Pipelined | SecondPassBackoff | LocalQueueSample | RejectWithdrawn
+@dataclass(frozen=True, slots=True)
+class HeldRoom:
+    """Room a gang past its waiting bound holds in a cycle: per node, what it takes there, and
+    when it starts at the latest (its shadow time, seconds since the epoch; infinite without
+    runtimes)."""
+
+    gang: ObjectKey
+    nodes: tuple[tuple[str, ResourceList], ...]
+    shadow: float
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRooms:
+    """The room gangs held in the last cycle, for operators: held room lives only inside a cycle,
+    and decides nothing after it."""
+
+    rooms: tuple[HeldRoom, ...]
+
+
+Note = Pipelined | SecondPassBackoff | LocalQueueSample | RejectWithdrawn | HeldRooms
 
 
 def view_of(d: WorkloadStatus) -> WorkloadView:
@@ -86,6 +106,7 @@ class Recording:
     objects: dict[str, dict[ObjectKey, KubeObject]]
     machines: dict[str, dict[ObjectKey, MachineStatus]]
     local_queue_usage: dict[ObjectKey, LocalQueueUsage]
+    held: tuple[HeldRoom, ...]
 
     def _step(self, status: MachineStatus, fact: StrEnum, seq: int) -> bool:
         raise NotImplementedError
@@ -216,6 +237,13 @@ class Recording:
         self.local_queue_usage[n.key] = n.usage
         return True
 
+    def _held_rooms(self, n: HeldRooms) -> bool:
+        """The room gangs held in the cycle just run (the last cycle's is forgotten)."""
+        if self.held == n.rooms:
+            return False
+        self.held = n.rooms
+        return True
+
 
 _RECORD: dict[type, Callable[[Any, Any], bool]] = {
     Bind: Recording._bind,
@@ -230,4 +258,5 @@ _RECORD: dict[type, Callable[[Any, Any], bool]] = {
     SecondPassBackoff: Recording._second_pass_backoff,
     LocalQueueSample: Recording._local_queue_sample,
     RejectWithdrawn: Recording._reject_withdrawn,
+    HeldRooms: Recording._held_rooms,
 }

@@ -35,7 +35,7 @@ from domain.lifecycle.workload import WorkloadView
 from domain.objects.core import Pod
 from domain.objects.kueue import Workload
 from domain.objects.meta import ObjectKey, key_of
-from domain.recorded import Recording
+from domain.recorded import HeldRoom, Recording
 from domain.runtime_history import RuntimeHistory
 
 
@@ -61,6 +61,9 @@ class ClusterState(Recording):
     local_queue_usage: dict[ObjectKey, LocalQueueUsage] = field(default_factory=dict)
     # Each user's last runtimes (``runtime_history``), kept when the config names a user label.
     runtime_history: RuntimeHistory = field(default_factory=RuntimeHistory)
+    # The room gangs past their waiting bound held in the last cycle (``HeldRooms``): for
+    # operators (metrics, the status page); it decides nothing, so it is not snapshotted.
+    held: tuple[HeldRoom, ...] = field(default=(), compare=False)
     # Who hears of each change this state folds (an object added, changed or deleted by a watch
     # event, or its machine status changed by a recorded decision): the Engine attaches its
     # cache's ``Changes`` here. Not a fact: not compared, printed or snapshotted.

@@ -32,13 +32,14 @@ from dataclasses import dataclass
 
 from domain import quantity
 from domain.quantity import ResourceList
+from domain.recorded import HeldRoom
 from domain.scheduler import runtimes
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.runtimes import Ends
-from domain.scheduler.session import HeldRoom, Key, Session
+from domain.scheduler.session import Key, Session
 from domain.scheduler.statement import Statement
 
 

@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
+from domain.recorded import HeldRoom
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.extension_points import ExtensionPoint, Vote
@@ -49,19 +50,10 @@ class Findings:
     fits: dict[ObjectKey, dict[ObjectKey, FitSummary]] = field(default_factory=dict)  # job -> task -> summary
     tentative: dict[ObjectKey, int] = field(default_factory=dict)  # most members placed in a discarded try
     pipelines: list[TaskInfo] = field(default_factory=list)  # tasks pipelined, or unpipelined, by a commit
+    holding: list[HeldRoom] = field(default_factory=list)  # room gangs past their bound hold at allocate's end
 
     def refuse(self, job: JobInfo, verdict: Verdict) -> None:
         self.verdicts.setdefault(job.key, []).append(verdict)
-
-
-@dataclass(frozen=True, slots=True)
-class HeldRoom:
-    """Room a gang past its waiting bound holds: per node, what it takes there, and when it
-    starts at the latest (its shadow time; infinite without runtimes)."""
-
-    gang: ObjectKey
-    nodes: tuple[tuple[str, ResourceList], ...]
-    shadow: float
 
 
 @dataclass
@@ -71,7 +63,7 @@ class Seen:
     the nodes' free room and the room held that it could not use."""
 
     watch: frozenset[ObjectKey]
-    holding: list[HeldRoom] = field(default_factory=list)
+    holding: list[HeldRoom] = field(default_factory=list)  # the room gangs hold at allocate's end
     room: dict[ObjectKey, dict[str, ResourceList]] = field(default_factory=dict)
     held_from: dict[ObjectKey, list[HeldRoom]] = field(default_factory=dict)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from domain.changes import Changes
 from domain.decisions import Decision
 from domain.objects.meta import ObjectKey
+from domain.recorded import HeldRooms
 from domain.scheduler import close_decisions, job_status, pod_status, queue_rules, registry, snapshot
 from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.config import SchedulerConfig
@@ -23,6 +24,7 @@ def run(
     out = queue_rules.refuse_queues(state.name, state.record, view, seq)
     out.extend(queue_rules.reject_jobs(state.name, state.record, view, seq))
     session = _act(view, config, cache)
+    state.record(HeldRooms(tuple(session.found.holding)))  # what operators see held (no decision)
     # 5. Close: binds and evictions, then the statuses that changed (lone pods' too), in a fixed order.
     out.extend(close_decisions.placements(state, session, seq))
     out.extend(close_decisions.pod_group_statuses(state, session, seq))
@@ -51,7 +53,7 @@ def dry_run(state: ClusterState, config: SchedulerConfig, watch: frozenset[Objec
     queue_rules.refuse_queues(state.name, _keep_none, view, 0)
     queue_rules.reject_jobs(state.name, _keep_none, view, 0)
     seen = Seen(watch)
-    _act(view, config, SchedulerCache(), seen)
+    seen.holding = _act(view, config, SchedulerCache(), seen).found.holding
     return seen
 
 

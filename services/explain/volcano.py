@@ -20,12 +20,13 @@ from domain import quantity
 from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey, key_of
 from domain.quantity import ResourceList
+from domain.recorded import HeldRoom
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.network_domains import HYPERNODE, where_key
 from domain.scheduler.plugins import proportion
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.queue_shares import real_capabilities
-from domain.scheduler.session import HeldRoom, Seen
+from domain.scheduler.session import Seen
 from domain.scheduler.snapshot import Snapshot
 from domain.state import ClusterState
 

@@ -154,6 +154,16 @@ def _volcano(views: list[ClusterView]) -> Iterator[Metric]:
     share = gauge("volcano_queue_share", "Largest allocated/deserved ratio of the queue.", ["cluster", "queue_name"])
     weight = gauge("volcano_queue_weight", "Weight of the queue.", ["cluster", "queue_name"])
     tasks = gauge("volcano_unschedule_task_count", "Tasks that could not be scheduled.", ["cluster", "job_id"])
+    held_help = "Room a gang past its waiting bound held from later jobs in the last cycle."
+    for suffix, labels in (("milli_cpu", []), ("memory_bytes", []), ("scalar_resources", ["resource"])):
+        gauge(f"schedstream_held_room_{suffix}", held_help, ["cluster", "podgroup", *labels])
+    held_nodes = gauge("schedstream_held_room_nodes", "Nodes where a gang held room in the last cycle.",
+                       ["cluster", "podgroup"])  # fmt: skip
+    starts_by = gauge(
+        "schedstream_held_room_starts_by_timestamp_seconds",
+        "When a gang holding room starts at the latest (its shadow time), when runtimes tell.",
+        ["cluster", "podgroup"],
+    )
     jobs = gauge("volcano_unschedule_job_count", "Jobs that could not be scheduled.", ["cluster"])
     for view in views:
         for queue in view.queues:
@@ -169,6 +179,13 @@ def _volcano(views: list[ClusterView]) -> Iterator[Metric]:
         for row in stuck:
             tasks.add_metric([view.cluster, row.key], row.unplaced)
         jobs.add_metric([view.cluster], len(stuck))
+        for held in view.held:
+            for suffix, resource, value in _per_resource(held.held):
+                labels = [view.cluster, held.gang, *([resource] if resource else [])]
+                families[f"schedstream_held_room_{suffix}"].add_metric(labels, value)
+            held_nodes.add_metric([view.cluster, held.gang], held.nodes)
+            if held.starts_by is not None:
+                starts_by.add_metric([view.cluster, held.gang], held.starts_by)
     yield from families.values()
 
 

@@ -1,11 +1,13 @@
 """The live status page: one self-contained HTML document (no script, no external asset) that
 reloads itself every few seconds: readiness and lag per partition, then per cluster its queues
 (allocated / deserved / capability), its ClusterQueues (usage / nominal quota), the gangs and
-workloads still waiting with their reasons, and the worker's most recent decisions."""
+workloads still waiting with their reasons, the room gangs past their waiting bound held in the
+last cycle, and the worker's most recent decisions."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from html import escape
 
 from domain import quantity
@@ -30,6 +32,11 @@ th { background: #e8eef7; }
 def _amounts(values: Mapping[str, int]) -> str:
     shown = [f"{name}: {quantity.format_milli(name, amount)}" for name, amount in sorted(values.items())]
     return ", ".join(shown) or "-"
+
+
+def _moment(seconds: float | None) -> str:
+    """Seconds since the epoch in ISO 8601 (UTC); "-" for none."""
+    return "-" if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _table(table_id: str, headers: Iterable[str], rows: list[list[str]]) -> str:
@@ -57,6 +64,7 @@ def _cluster(view: ClusterView) -> str:
         [row.kind, row.key, row.queue, row.phase, row.reason or "-", row.message or "-", str(row.since_seq)]
         for row in view.waiting
     ]
+    held = [[row.gang, str(row.nodes), _amounts(row.held), _moment(row.starts_by)] for row in view.held]
     name = escape(view.cluster)
     return (
         f"<h2>Cluster {name} <small>({view.next_seq} events)</small></h2>"
@@ -70,6 +78,8 @@ def _cluster(view: ClusterView) -> str:
         )
         + "<h3>Waiting gangs and workloads</h3>"
         + _table(f"waiting-{name}", ["kind", "object", "queue", "phase", "reason", "message", "since seq"], waiting)
+        + "<h3>Room held for gangs past their waiting bound (last cycle)</h3>"
+        + _table(f"held-{name}", ["gang", "nodes", "held", "starts by"], held)
     )
 
 

@@ -11,6 +11,7 @@ share proportion computes inside a cycle is not kept between cycles.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -69,18 +70,43 @@ class WaitingRow:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldRow:
+    """Room a gang past its waiting bound held in the last cycle: later jobs could not use it."""
+
+    gang: str
+    nodes: int  # nodes where it holds something
+    held: ResourceList  # milli-units, summed over those nodes
+    starts_by: float | None  # its shadow time (seconds since the epoch), when runtimes tell
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterView:
     cluster: str
     next_seq: int
     queues: list[QueueRow]
     cluster_queues: list[ClusterQueueRow]
     waiting: list[WaitingRow]
+    held: list[HeldRow] = field(default_factory=list)
 
 
 def view_of(state: ClusterState) -> ClusterView:
     return ClusterView(
-        state.name, state.next_seq, _queues(state), _cluster_queues(state), _groups(state) + _workloads(state)
+        state.name,
+        state.next_seq,
+        _queues(state),
+        _cluster_queues(state),
+        _groups(state) + _workloads(state),
+        _held(state),
     )
+
+
+def _held(state: ClusterState) -> list[HeldRow]:
+    rows = []
+    for room in state.held:
+        taken = [amounts for _, amounts in room.nodes if any(amounts.values())]
+        shadow = None if math.isinf(room.shadow) else room.shadow
+        rows.append(HeldRow(str(room.gang), len(taken), _milli(quantity.sum_lists(taken)), shadow))
+    return rows
 
 
 def _milli(values: dict[str, int]) -> ResourceList:

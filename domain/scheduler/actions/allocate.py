@@ -60,8 +60,7 @@ def execute(session: Session) -> None:
         #    made ready with tasks still pending goes back to its queue.
         if _allocate(session, job, failed.setdefault(job.key, set()), holds):
             order.push(job)
-    if session.seen is not None:  # a dry run: the room held at the end
-        session.seen.holding = [held_room.room_of(held) for held in holds]
+    session.found.holding = [held_room.room_of(held) for held in holds]  # for operators (``HeldRooms``)
 
 
 def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held]) -> bool:

@@ -4,6 +4,8 @@ state folded by the real engine, and the HTTP endpoints served over loopback by 
 from __future__ import annotations
 
 import asyncio
+import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from domain.engine import Engine
 from domain.events import InvalidEvent, parse_event
-from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.config import SchedulerConfig, from_mapping
 from services.observe.metrics import reject_class
 from services.observe.observer import Observer
 from services.observe.page import render
@@ -24,11 +26,14 @@ EXAMPLE = ROOT / "examples" / "volcano-gang.jsonl"
 KUEUE_PORT = ROOT / "tests" / "scenarios" / "kueue-port"
 KUEUE_FULL = KUEUE_PORT / "001-single-cluster-queue-full" / "events.jsonl"
 KUEUE_ADMITS = KUEUE_PORT / "002-admit-in-different-cohorts" / "events.jsonl"
+BACKFILL = ROOT / "tests" / "scenarios" / "backfill"
+HELD = BACKFILL / "005-held-room-keeps-a-later-job-off-the-free-node"
+LENT = BACKFILL / "004-runtime-history-lends-held-room-to-a-user-whose-runs-end-first"
 GANG_WAITS_AT = 25  # the example's first lines: team-a's gang runs, team-b's eval gang waits for GPUs
 
 
-def observed(lines: list[bytes]) -> Observer:
-    engine = Engine(SchedulerConfig(), on_markers=lambda _: True)
+def observed(lines: list[bytes], config: SchedulerConfig | None = None) -> Observer:
+    engine = Engine(config or SchedulerConfig(), on_markers=lambda _: True)
     observer = Observer(engine.clusters.values)
     for line in lines:
         try:
@@ -145,3 +150,41 @@ def test_the_endpoints_answer_over_http() -> None:
     assert got["/readyz"] == (200, "ready\n")
     assert got["/"][0] == 200 and "team-b/eval-pg" in got["/"][1]
     assert got["not ready"][0] == 503
+
+
+def scenario(folder: Path) -> tuple[list[bytes], SchedulerConfig]:
+    config = from_mapping(tomllib.loads((folder / "scenario.toml").read_text())["config"])
+    return (folder / "events.jsonl").read_bytes().splitlines(), config
+
+
+def test_room_held_for_a_gang_past_its_bound_is_a_gauge_and_a_row_of_the_page() -> None:
+    lines, config = scenario(HELD)
+    observer = observed(lines, config)
+    got = samples(observer)
+    gang = (("cluster", "default"), ("podgroup", "default/b"))
+    assert got[("schedstream_held_room_milli_cpu", gang)] == 4000  # n1, kept from c
+    assert got[("schedstream_held_room_nodes", gang)] == 2  # and a pod slot of n0, where a-0 runs
+    assert ("schedstream_held_room_starts_by_timestamp_seconds", gang) not in got  # no runtimes: no shadow time
+    html = render(observer)
+    held = html[html.index('id="held-default"') : html.index("</table>", html.index('id="held-default"'))]
+    assert "<td>default/b</td><td>2</td><td>cpu: 4, pods: 2</td><td>-</td>" in held
+
+
+def test_a_gang_holding_room_on_a_runtime_history_shows_by_when_it_starts() -> None:
+    lines, config = scenario(LENT)
+    got = samples(observed(lines[:14], config))  # through the 60 s cycle: the gang holds n-1
+    gang = (("cluster", "c1"), ("podgroup", "team/gang"))
+    starts = datetime(2026, 1, 1, 0, 1, 42, tzinfo=UTC).timestamp()  # v-long started at 52, runs 50 s
+    assert got[("schedstream_held_room_starts_by_timestamp_seconds", gang)] == starts
+    assert "2026-01-01T00:01:42Z" in render(observed(lines[:14], config))
+
+
+def test_held_room_is_the_last_cycles_only() -> None:
+    lines, config = scenario(HELD)
+    added = [line for line in lines if line.startswith(b'{"type":"ADDED"') and b'"name":"b' in line[:200]]
+    assert len(added) == 3  # the PodGroup b and its two pods
+    gone = [line.replace(b'"type":"ADDED"', b'"type":"DELETED"') for line in added]
+    end = [*lines, *gone, b'{"type":"SCHEDULE","cluster":"default","time":"2026-01-01T00:00:30Z"}']
+    got = samples(observed(end, config))
+    assert not [name for name, _ in got if name.startswith("schedstream_held_room")]
+    assert 'id="held-default"' in render(observed(end, config))  # the table is there, empty
