@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from domain.scheduler.config import SchedulerConfig
-from services.cli import main
+from services.cli import load_config, main
 from services.pipeline import CLOCK_STREAM, Pipeline
 from services.record_files import read_records
 from services.store.store import Store
@@ -33,11 +33,11 @@ def explain(*args: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
-def store_of(url: str, events: Path, snapshot_every: int = 0) -> str:
+def store_of(url: str, events: Path, snapshot_every: int = 0, config: SchedulerConfig | None = None) -> str:
     """The events folded into the store at ``url`` as the worker folds them, snapshots included."""
     store = Store(url)
     store.upgrade()
-    pipeline = Pipeline(SchedulerConfig(), store, clocks={"c1": CLOCK_STREAM}, snapshot_every=snapshot_every)
+    pipeline = Pipeline(config or SchedulerConfig(), store, clocks={"c1": CLOCK_STREAM}, snapshot_every=snapshot_every)
     records = read_records([str(events)])
     for start in range(0, len(records), 5):
         pipeline.process(records[start : start + 5])
@@ -221,3 +221,14 @@ def test_without_held_room_explain_reads_the_free_room() -> None:
     (member,) = report["details"]["waitingFor"]
     assert member["takes"] == "n1"
     assert report["details"]["heldFrom"] == []
+
+
+def test_the_store_tells_whose_held_room_it_is_as_the_event_files_do(tmp_path: Path) -> None:
+    """A worker's store, with a snapshot before the cut, gives the held room the events give."""
+    config = scenario_config(HELD, tmp_path)
+    url = store_of(f"sqlite:///{tmp_path / 'store.db'}", HELD / "events.jsonl", 7, load_config(Path(config)))
+    for kind, name in (("podgroup", "default/c"), ("podgroup", "default/b"), ("pod", "default/c-0"), ("node", "n1")):
+        from_events = explain(kind, name, "--events", str(HELD / "events.jsonl"), "--config", config, "--at", "19")
+        from_store = explain(kind, name, "--db", url, "--config", config, "--at", "19")
+        assert from_store == from_events, kind
+    assert from_store["details"]["heldFor"] == {"default/b": {"cpu": "4", "pods": "1"}}
