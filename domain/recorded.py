@@ -7,9 +7,10 @@ force already, is recorded nowhere and not emitted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -74,6 +75,10 @@ class HeldRoom:
     gang: ObjectKey
     nodes: tuple[tuple[str, ResourceList], ...]
     shadow: float
+
+    def starts_by(self) -> datetime | None:
+        """Its shadow time as a moment; None when runtimes do not tell it."""
+        return None if math.isinf(self.shadow) else datetime.fromtimestamp(self.shadow, UTC)
 
 
 @dataclass(frozen=True, slots=True)

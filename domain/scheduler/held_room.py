@@ -214,18 +214,22 @@ def lent_room(lent: list[Held]) -> dict[str, ResourceList]:
     """Per node, what the holds of ``lent`` keep there: the room lending them gives back. For
     one hold (most often), the same dict for every job lent it until it is held again (never
     change it)."""
-    for held in lent:
-        if held.lent is None:
-            held.lent = {}
-            for node, taken in held.statement.holding():
-                quantity.add(held.lent.setdefault(node, {}), taken)
-    if len(lent) == 1 and lent[0].lent is not None:
-        return lent[0].lent
+    if len(lent) == 1:
+        return _lent(lent[0])
     room: dict[str, ResourceList] = {}
     for held in lent:
-        for node, taken in (held.lent or {}).items():
+        for node, taken in _lent(held).items():
             quantity.add(room.setdefault(node, {}), taken)
     return room
+
+
+def _lent(held: Held) -> dict[str, ResourceList]:
+    """Per node, what ``held``'s statement holds, summed once until it is held again."""
+    if held.lent is None:
+        held.lent = {}
+        for node, taken in held.statement.holding():
+            quantity.add(held.lent.setdefault(node, {}), taken)
+    return held.lent
 
 
 def lend(lent: list[Held]) -> None:

@@ -172,16 +172,16 @@ class Timeline:
         obj = payload.get("object") or {}
         what = "removed" if event_type == "DELETED" else changes(self.last, obj)
         self.last = None if event_type == "DELETED" else obj
-        self.entries.append(Entry(seq, _iso(clock), "event", event_type, what))
+        self.entries.append(Entry(seq, iso(clock), "event", event_type, what))
 
     def decision(self, clock: datetime | None, decision: Mapping[str, Any]) -> None:
         change = summary(decision, head=False)
-        self.entries.append(Entry(decision["seq"], _iso(clock), "decision", decision["kind"], change))
+        self.entries.append(Entry(decision["seq"], iso(clock), "decision", decision["kind"], change))
 
     def member(self, clock: datetime | None, decision: Mapping[str, Any]) -> None:
         """A decision about one of a gang's pods (its Bind, its eviction)."""
         change = f"{decision['target']['name']} {summary(decision, head=False)}"
-        self.entries.append(Entry(decision["seq"], _iso(clock), "member", decision["kind"], change))
+        self.entries.append(Entry(decision["seq"], iso(clock), "member", decision["kind"], change))
 
     def in_order(self) -> list[Entry]:
         """The entries by seq; at one seq, the object's own before its members'."""
@@ -199,7 +199,7 @@ def members_of(state: ClusterState, target: Target) -> set[str]:
     }
 
 
-def _iso(moment: datetime | None) -> str | None:
+def iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat().replace("+00:00", "Z")
 
 

@@ -11,9 +11,7 @@ but for room held for whom."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from domain import quantity
@@ -29,6 +27,7 @@ from domain.scheduler.queue_shares import real_capabilities
 from domain.scheduler.session import Seen
 from domain.scheduler.snapshot import Snapshot
 from domain.state import ClusterState
+from services.explain.history import iso
 
 INSUFFICIENT = "Insufficient "
 
@@ -86,17 +85,10 @@ def node_fit(snap: Snapshot, task: TaskInfo, idle: Mapping[str, ResourceList], h
     return {"task": task.pod.metadata.name, "request": amounts(task.request), "fits": fits, "nodesShort": short}
 
 
-def _starts_by(room: HeldRoom) -> str | None:
-    """When a holding gang starts at the latest (its shadow time); None when runtimes do not tell."""
-    if room.shadow == math.inf:
-        return None
-    return datetime.fromtimestamp(room.shadow, UTC).isoformat().replace("+00:00", "Z")
-
-
 def _room(room: HeldRoom) -> dict[str, Any]:
     nodes = {node: amounts(taken) for node, taken in room.nodes}
     held = {node: taken for node, taken in nodes.items() if taken}
-    return {"gang": str(room.gang), "nodes": held, "startsBy": _starts_by(room)}
+    return {"gang": str(room.gang), "nodes": held, "startsBy": iso(room.starts_by())}
 
 
 def holding(seen: Seen, key: ObjectKey) -> dict[str, Any] | None:

@@ -185,7 +185,7 @@ def _volcano(views: list[ClusterView]) -> Iterator[Metric]:
                 families[f"schedstream_held_room_{suffix}"].add_metric(labels, value)
             held_nodes.add_metric([view.cluster, held.gang], held.nodes)
             if held.starts_by is not None:
-                starts_by.add_metric([view.cluster, held.gang], held.starts_by)
+                starts_by.add_metric([view.cluster, held.gang], held.starts_by.timestamp())
     yield from families.values()
 
 

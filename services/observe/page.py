@@ -7,7 +7,7 @@ last cycle, and the worker's most recent decisions."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from html import escape
 
 from domain import quantity
@@ -34,9 +34,9 @@ def _amounts(values: Mapping[str, int]) -> str:
     return ", ".join(shown) or "-"
 
 
-def _moment(seconds: float | None) -> str:
-    """Seconds since the epoch in ISO 8601 (UTC); "-" for none."""
-    return "-" if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+def _moment(moment: datetime | None) -> str:
+    """A moment in ISO 8601 (UTC); "-" for none."""
+    return "-" if moment is None else moment.isoformat().replace("+00:00", "Z")
 
 
 def _table(table_id: str, headers: Iterable[str], rows: list[list[str]]) -> str:

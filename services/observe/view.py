@@ -11,9 +11,9 @@ share proportion computes inside a cycle is not kept between cycles.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from domain import quantity
 from domain.kueue.cohort_tree import build as build_quota_tree
@@ -76,7 +76,7 @@ class HeldRow:
     gang: str
     nodes: int  # nodes where it holds something
     held: ResourceList  # milli-units, summed over those nodes
-    starts_by: float | None  # its shadow time (seconds since the epoch), when runtimes tell
+    starts_by: datetime | None  # its shadow time, when runtimes tell
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +104,7 @@ def _held(state: ClusterState) -> list[HeldRow]:
     rows = []
     for room in state.held:
         taken = [amounts for _, amounts in room.nodes if any(amounts.values())]
-        shadow = None if math.isinf(room.shadow) else room.shadow
-        rows.append(HeldRow(str(room.gang), len(taken), _milli(quantity.sum_lists(taken)), shadow))
+        rows.append(HeldRow(str(room.gang), len(taken), _milli(quantity.sum_lists(taken)), room.starts_by()))
     return rows
 
 

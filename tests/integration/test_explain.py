@@ -45,6 +45,16 @@ def store_of(url: str, events: Path, snapshot_every: int = 0, config: SchedulerC
     return url
 
 
+def scenario_config(scenario: Path, tmp_path: Path) -> str:
+    """The scenario's `[config]` written as a YAML file for `--config`."""
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(tomllib.loads((scenario / "scenario.toml").read_text())["config"]))
+    return str(config)
+
+
+HELD = SCENARIOS / "backfill" / "005-held-room-keeps-a-later-job-off-the-free-node"
+
+
 def check_pending_eval_gang(report: dict[str, Any]) -> None:
     assert report["at"] == 18
     assert report["status"]["phase"] == "Inqueue"
@@ -145,16 +155,15 @@ def test_an_object_the_stream_never_names_is_a_one_line_error() -> None:
 
 def test_a_pipelined_gang_shows_the_preemption_under_way(tmp_path: Path) -> None:
     scenario = SCENARIOS / "preempt" / "004-pipelined-room-is-not-taken-by-another-job"
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(tomllib.loads((scenario / "scenario.toml").read_text())["config"]))
+    config = scenario_config(scenario, tmp_path)
     events = str(scenario / "events.jsonl")
-    report = explain("podgroup", "ns/high", "--events", events, "--config", str(config), "--at", "8")
+    report = explain("podgroup", "ns/high", "--events", events, "--config", config, "--at", "8")
     assert report["reason"]["reason"] == "WaitingForPreemption"
     assert report["details"]["members"] == [
         {"name": "high-0", "status": "Pipelined", "node": None, "nominated": "n-0", "evicting": False}
     ]
     assert report["details"]["preemption"] == {"pipelined": {"high-0": "n-0"}, "victims": ["ns/low-0"]}
-    victim = explain("pod", "ns/low-0", "--events", events, "--config", str(config), "--at", "8")
+    victim = explain("pod", "ns/low-0", "--events", events, "--config", config, "--at", "8")
     assert victim["details"]["where"]["status"] == "Releasing"
     assert victim["timeline"][-1]["what"] == "Evict"
 
@@ -177,15 +186,6 @@ def test_a_gangs_timeline_holds_its_members_binds() -> None:
         (18, "member", "Bind", "train-worker-2 -> gpu-2 (Scheduled)"),
         (18, "member", "Bind", "train-worker-3 -> gpu-0 (Scheduled)"),
     ]
-
-
-def scenario_config(scenario: Path, tmp_path: Path) -> str:
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(tomllib.loads((scenario / "scenario.toml").read_text())["config"]))
-    return str(config)
-
-
-HELD = SCENARIOS / "backfill" / "005-held-room-keeps-a-later-job-off-the-free-node"
 
 
 def test_a_job_kept_off_held_room_is_told_whose_room_it_is(tmp_path: Path) -> None:

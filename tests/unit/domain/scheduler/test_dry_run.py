@@ -5,7 +5,6 @@ of an engine that never ran it, and it sees the room held and whose."""
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 
 from domain import saved_state
@@ -13,11 +12,11 @@ from domain.engine import Engine
 from domain.events import parse_event
 from domain.objects.meta import ObjectKey
 from domain.scheduler import volcano_cycle
-from domain.scheduler.config import from_mapping
+from tests.scenarios.test_scenarios import load
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 HELD = SCENARIOS / "backfill" / "005-held-room-keeps-a-later-job-off-the-free-node"
-CONFIG = from_mapping(tomllib.loads((HELD / "scenario.toml").read_text())["config"])
+CONFIG = load(HELD).config
 LINES = (HELD / "events.jsonl").read_text().splitlines()
 B, C = ObjectKey("default/b"), ObjectKey("default/c")
 

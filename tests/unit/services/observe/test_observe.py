@@ -4,7 +4,6 @@ state folded by the real engine, and the HTTP endpoints served over loopback by 
 from __future__ import annotations
 
 import asyncio
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,11 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from domain.engine import Engine
 from domain.events import InvalidEvent, parse_event
-from domain.scheduler.config import SchedulerConfig, from_mapping
+from domain.scheduler.config import SchedulerConfig
 from services.observe.metrics import reject_class
 from services.observe.observer import Observer
 from services.observe.page import render
 from services.observe.server import make_app, parse_addr
+from tests.scenarios.test_scenarios import load
 
 ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "examples" / "volcano-gang.jsonl"
@@ -153,8 +153,7 @@ def test_the_endpoints_answer_over_http() -> None:
 
 
 def scenario(folder: Path) -> tuple[list[bytes], SchedulerConfig]:
-    config = from_mapping(tomllib.loads((folder / "scenario.toml").read_text())["config"])
-    return (folder / "events.jsonl").read_bytes().splitlines(), config
+    return (folder / "events.jsonl").read_bytes().splitlines(), load(folder).config
 
 
 def test_room_held_for_a_gang_past_its_bound_is_a_gauge_and_a_row_of_the_page() -> None:
