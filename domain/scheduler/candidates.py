@@ -12,8 +12,8 @@ a full scan would choose: the best score, ties to the name.
 When every predicate and score looks at the task's shape and the node alone, the rankings stay
 right from one cycle to the next as long as the nodes that changed in between are marked: a
 session then ``carry``-s the last cycle's candidates instead of ranking every node again, and a
-shape's first question (for a pod without a node selector or affinity) asks one node of each
-class of alike nodes (``node_classes``) instead of every node.
+shape's first question (for a pod without a node selector or affinity) is answered over node
+columns (``node_columns``): a few array operations over every node instead of a call per node.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from domain.reasons import FitSummary
-from domain.scheduler import node_classes
+from domain.scheduler import node_columns
 from domain.scheduler.infos import TaskInfo
 from domain.scheduler.node_table import NodeInfo
 
@@ -69,7 +69,8 @@ class Candidates:
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
     _asked: set[tuple[object, ...]] = field(default_factory=set)  # shapes asked once, with no ranking kept
     _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
-    _classes: dict[str, node_classes.NodeClasses] = field(default_factory=dict)  # node set -> classes (``holds`` only)
+    columns: node_columns.Columns | None = None  # the predicate and score over node columns (``holds`` only)
+    _columns: dict[str, node_columns.NodeColumns] = field(default_factory=dict)  # node set -> its columns
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -81,8 +82,8 @@ class Candidates:
             self._logged_from += LOG_LIMIT // 2
         for ranking in self._holding.get(node.name, ()):
             ranking.dirty.add(node.name)
-        for classes in self._classes.values():
-            classes.changed(node)
+        for columns in self._columns.values():
+            columns.changed(node)
 
     def changed_since(self, tick: int) -> list[str] | None:
         """The nodes changed after ``tick`` (with repeats), or None when that is no longer known."""
@@ -163,11 +164,15 @@ class Candidates:
         if key not in self._rankings and key not in self._asked:
             # A shape's first question is answered by a plain scan: most shapes of a varied
             # workload are asked once, and a kept ranking would cost its upkeep for nothing.
-            # With node-local predicates and scores, a plain task asks each class of alike
-            # nodes once; the full scan is left for when no node fits (it counts the reasons).
+            # With node-local predicates and scores, a plain task's is answered over node
+            # columns; the full scan is left for when no node fits (it counts the reasons).
             self._asked.add(key)
-            if self.holds is not None and node_classes.plain(task):
-                found = self._best_of_classes(where, task, nodes)
+            if self.holds is not None and self.columns is not None and node_columns.plain(task):
+                columns = self._columns.get(where)
+                if columns is None:
+                    # A node set keeps its members while the candidates hold the same nodes.
+                    columns = self._columns[where] = node_columns.NodeColumns.of_nodes(nodes)
+                found = self.columns.best(task, columns)
                 if found is not None:
                     return found, FitSummary(len(nodes))
             return self._scan(key, task, nodes)
@@ -179,22 +184,6 @@ class Candidates:
                 return ranking.nodes[name], FitSummary(len(nodes))
             heapq.heappop(heap)  # stale: the node changed since this entry was scored
         return None, FitSummary(len(nodes), Counter({reason: n for reason, n in ranking.counts.items() if n > 0}))
-
-    def _best_of_classes(self, where: str, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
-        """What ``_scan`` would choose, from each class's first node (``node_classes``). A node
-        set keeps its members while the candidates hold the same nodes (as a ranking's do)."""
-        classes = self._classes.get(where)
-        if classes is None:
-            classes = self._classes[where] = node_classes.NodeClasses.of_nodes(nodes)
-        best: NodeInfo | None = None
-        best_entry: tuple[float, str] | None = None
-        for node in classes.firsts():
-            if self.predicate(task, node):
-                continue
-            entry = (-self.score(task, node), node.name)
-            if best_entry is None or entry < best_entry:
-                best, best_entry = node, entry
-        return best
 
     def _scan(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
@@ -235,13 +224,15 @@ def carry(
     score: Score,
     nodes: dict[str, NodeInfo],
     rebuilt: set[str] | None,
+    *,
+    columns: node_columns.Columns | None,
 ) -> Candidates:
     """The last cycle's candidates for a session over a snapshot's ``nodes``, those it built again
     (``rebuilt``) marked as changed; new ones for a new node set (or a first cycle). Only for
     node-local predicates and scores: the rankings keep the answers they gave the last session."""
     if previous is None or previous.holds is not nodes or rebuilt is None:
-        return Candidates(predicate, score, holds=nodes)
-    previous.predicate, previous.score = predicate, score
+        return Candidates(predicate, score, columns=columns, holds=nodes)
+    previous.predicate, previous.score, previous.columns = predicate, score, columns
     for name in sorted(rebuilt):
         node = nodes[name]
         for ranking in previous._holding.get(name, ()):

@@ -78,7 +78,9 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCa
         # the kept rankings still learn which nodes changed.
         if cache.rankings is not None:
             kept = cache.rankings
-            cache.rankings = candidates.carry(kept, kept.predicate, kept.score, snapshot.nodes, snapshot.rebuilt)
+            cache.rankings = candidates.carry(
+                kept, kept.predicate, kept.score, snapshot.nodes, snapshot.rebuilt, columns=kept.columns
+            )
         return session
     for tier, plugins in enumerate(config.tiers):
         session.tier = tier
@@ -89,6 +91,6 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCa
     previous, cache.rankings = cache.rankings, None
     if session.node_local:
         session.candidates = cache.rankings = candidates.carry(
-            previous, session.predicate, session.node_score, snapshot.nodes, snapshot.rebuilt
+            previous, session.predicate, session.node_score, snapshot.nodes, snapshot.rebuilt, columns=session.columns()
         )
     return session

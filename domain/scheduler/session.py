@@ -13,6 +13,7 @@ from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
 from domain.recorded import HeldRoom
+from domain.scheduler import node_columns
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.extension_points import ExtensionPoint, Vote
@@ -30,6 +31,7 @@ class Hook(Generic[F]):
     tier: int
     plugin: str
     fn: F
+    columns: Any = None  # ``fn`` over node columns (``node_columns.Fit`` or ``Score``), if the plugin gives it
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +98,12 @@ class Session:
         self.candidates = Candidates(self.predicate, self.node_score)
 
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.
-    def _add(self, hooks: list[Hook[F]], point: ExtensionPoint, plugin: str, fn: F) -> None:
+    def _add(self, hooks: list[Hook[F]], point: ExtensionPoint, plugin: str, fn: F, columns: Any = None) -> None:
         """Register ``fn`` at ``point``, unless the plugin's configuration switches that point off."""
         if point.switch is not None and self.switches.get(point.switch) is False:
             return
         self.points.add(point)
-        hooks.append(Hook(self.tier, plugin, fn))
+        hooks.append(Hook(self.tier, plugin, fn, columns))
 
     def add_queue_order(self, plugin: str, fn: Callable[[QueueInfo], Key]) -> None:
         self._add(self._queue_order, ExtensionPoint.QUEUE_ORDER, plugin, fn)
@@ -124,11 +126,17 @@ class Session:
     def add_allocatable(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], Verdict | None]) -> None:
         self._add(self._allocatable, ExtensionPoint.ALLOCATABLE, plugin, fn)
 
-    def add_predicate(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[str]]) -> None:
-        self._add(self._predicate, ExtensionPoint.PREDICATE, plugin, fn)
+    def add_predicate(
+        self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[str]], columns: node_columns.Fit | None = None
+    ) -> None:
+        """``columns``: ``fn``'s answer for a whole node set at once, exactly (``node_columns``)."""
+        self._add(self._predicate, ExtensionPoint.PREDICATE, plugin, fn, columns)
 
-    def add_node_order(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
-        self._add(self._node_order, ExtensionPoint.NODE_ORDER, plugin, fn)
+    def add_node_order(
+        self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float], columns: node_columns.Score | None = None
+    ) -> None:
+        """``columns``: ``fn``'s scores for a whole node set at once, exactly (``node_columns``)."""
+        self._add(self._node_order, ExtensionPoint.NODE_ORDER, plugin, fn, columns)
 
     def add_job_ready(self, plugin: str, fn: Callable[[JobInfo], Verdict | None]) -> None:
         self._add(self._job_ready, ExtensionPoint.JOB_READY, plugin, fn)
@@ -217,6 +225,10 @@ class Session:
         for hook in self._node_order:
             total += hook.fn(task, node)
         return total
+
+    def columns(self) -> node_columns.Columns | None:
+        """``predicate`` and ``node_score`` over node columns, when every callback gives its own."""
+        return node_columns.combined([h.columns for h in self._predicate], [h.columns for h in self._node_order])
 
     def ranks_by(self, plugins: frozenset[str]) -> bool:
         """Whether every predicate and node-order callback comes from one of ``plugins``."""

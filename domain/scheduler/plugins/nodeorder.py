@@ -8,10 +8,13 @@ so two nodes that kube-scheduler tells apart are not tied here, nor the other wa
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from domain import quantity
 from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_columns import Column, NodeColumns, Scores, exact
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import integer
 from domain.scheduler.session import Plugin, Session
@@ -63,7 +66,7 @@ def balanced(task: TaskInfo, node: NodeInfo) -> int:
         std = abs(fractions[0] - fractions[1]) / 2
     elif len(fractions) > 2:
         mean = sum(fractions) / len(fractions)
-        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
     return int((1 - std) * _MAX)
 
 
@@ -88,8 +91,66 @@ def least_requested_balanced(task: TaskInfo, node: NodeInfo) -> int:
         std = abs(fractions[0] - fractions[1]) / 2
     elif len(fractions) > 2:
         mean = sum(fractions) / len(fractions)
-        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
     return (sum(least) // len(least) if least else 0) + int((1 - std) * _MAX)
+
+
+def _requested_columns(task: TaskInfo, columns: NodeColumns, name: str) -> tuple[Column, Column]:
+    """``_requested`` for every node."""
+    total = columns.column(columns.allocatable, name)
+    return total - columns.column(columns.idle, name) + task.request.get(name, 0), total
+
+
+def _mean_share(task: TaskInfo, columns: NodeColumns, share: Callable[[Column, Column, Column], Column]) -> Column:
+    """The integer mean over cpu and memory of ``share(requested, total, present)``, over the
+    resources each node has (``least_requested``, ``most_requested``)."""
+    summed = count = np.zeros(len(columns.names), np.int64)
+    for name in _FIT:
+        requested, total = _requested_columns(task, columns, name)
+        present = total > 0
+        summed = summed + np.where(present, share(requested, np.where(present, total, 1), present), 0)
+        count = count + present
+    return np.where(count > 0, summed // np.maximum(count, 1), 0)
+
+
+def least_requested_columns(task: TaskInfo, columns: NodeColumns) -> Column:
+    """``least_requested`` for every node, in the same integer operations."""
+    return _mean_share(task, columns, lambda r, t, _: np.where(r > t, 0, (t - r) * _MAX // t))
+
+
+def most_requested_columns(task: TaskInfo, columns: NodeColumns) -> Column:
+    """``most_requested`` for every node, in the same integer operations."""
+    return _mean_share(task, columns, lambda r, t, _: np.minimum(r, t) * _MAX // t)
+
+
+def balanced_columns(task: TaskInfo, columns: NodeColumns) -> Column | None:
+    """``balanced`` for every node, in the same floating-point operations in the same order;
+    None when a quotient could round otherwise than Python's."""
+    fractions: list[Scores] = []
+    present: list[Column] = []
+    for name in (*_FIT, _GPU):
+        if name == _GPU and not task.request.get(name):
+            continue
+        requested, total = _requested_columns(task, columns, name)
+        if not exact(requested):
+            return None
+        has = total > 0
+        fractions.append(np.minimum(requested / np.where(has, total, 1), 1.0))
+        present.append(has)
+    count = sum(present, np.zeros(len(columns.names), np.int64))
+    std = np.zeros(len(columns.names))
+    if len(fractions) >= 2:
+        # Two present: the one missing (if any) picks the pair; abs() makes their order moot.
+        a, b = fractions[0], fractions[1]
+        pair = np.abs(a - b)
+        if len(fractions) == 3:
+            c = fractions[2]
+            pair = np.where(~present[0], np.abs(b - c), np.where(~present[1], np.abs(a - c), pair))
+            mean = (a + b + c) / 3
+            da, db, dc = a - mean, b - mean, c - mean
+            std = np.where(count == 3, np.sqrt((da * da + db * db + dc * dc) / 3), std)
+        std = np.where(count == 2, pair / 2, std)
+    return np.trunc((1 - std) * _MAX).astype(np.int64)
 
 
 def build(options: Mapping[str, object]) -> Plugin:
@@ -99,6 +160,9 @@ def build(options: Mapping[str, object]) -> Plugin:
         (integer(options, "balancedresource.weight", 1), balanced),
     )
     scorers = tuple((w, fn) for w, fn in weights if w)
+
+    columns_of = {least_requested: least_requested_columns, most_requested: most_requested_columns,
+                  balanced: balanced_columns}  # fmt: skip
 
     if scorers == ((1, least_requested), (1, balanced)):
 
@@ -110,8 +174,18 @@ def build(options: Mapping[str, object]) -> Plugin:
         def score(task: TaskInfo, node: NodeInfo) -> float:
             return float(sum(w * fn(task, node) for w, fn in scorers))
 
+    def score_columns(task: TaskInfo, columns: NodeColumns) -> Scores | None:
+        """``score`` for every node: integer sums, made float."""
+        summed = np.zeros(len(columns.names), np.int64)
+        for w, fn in scorers:
+            scores = columns_of[fn](task, columns)
+            if scores is None:
+                return None
+            summed = summed + w * scores
+        return summed.astype(np.float64)
+
     def on_open(session: Session) -> None:
         if scorers:
-            session.add_node_order(NAME, score)
+            session.add_node_order(NAME, score, score_columns)
 
     return Plugin(NAME, on_open)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from domain.objects.core import Node
 from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_columns import EXACT, Mask, NodeColumns, plain
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import switch
 from domain.scheduler.predicates import node_failures, room_failures
@@ -52,6 +55,20 @@ def build(options: Mapping[str, object]) -> Plugin:
                 )
             return failures or room_failures(task.request, node.idle)
 
-        session.add_predicate(NAME, predicate)
+        def fit(task: TaskInfo, columns: NodeColumns) -> Mask | None:
+            """``predicate``'s answer for every node at once: the node checks once per kind of node."""
+            if not plain(task):
+                return None
+            kinds = [not node_failures(task.pod, node.node, node_affinity=node_affinity, taints=taints)
+                     for node in columns.kinds]  # fmt: skip
+            fits = np.array(kinds, np.bool_)[columns.kind]
+            for name, amount in task.request.items():
+                if amount > 0:
+                    if amount >= EXACT:
+                        return None
+                    fits &= columns.column(columns.idle, name) >= amount
+            return fits
+
+        session.add_predicate(NAME, predicate, fit)
 
     return Plugin(NAME, on_open)

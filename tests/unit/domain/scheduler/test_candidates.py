@@ -18,6 +18,9 @@ from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.plugins import binpack, nodeorder, predicates
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import Snapshot
 from tests import builders as b
 from tests.streams import Shape, synthetic_stream
 
@@ -118,10 +121,6 @@ def test_a_ranking_started_from_its_first_scan_answers_as_a_full_evaluation(
 _NODES = {False: b.typed(b.node("n", cpu="8", memory="8")), True: b.typed(b.node("n", unschedulable=True))}
 
 
-def _node_predicate(task: TaskInfo, node: NodeInfo) -> list[str]:
-    return ["Unschedulable"] if node.node.spec.unschedulable else predicate(task, node)
-
-
 _few = st.integers(min_value=0, max_value=2)  # alike nodes are common
 
 
@@ -134,17 +133,21 @@ _few = st.integers(min_value=0, max_value=2)  # alike nodes are common
     ),
     asked=st.integers(min_value=1, max_value=12),
 )
-def test_a_first_question_asks_one_node_of_each_class(
+def test_a_first_question_over_node_columns_answers_as_a_scan(
     free: list[tuple[int, int, bool]], rounds: list[tuple[list[tuple[int, int, int]], int, int]], asked: int
 ) -> None:
-    """With node-local predicates and scores (``holds``), a new shape is asked of the first node
-    of each class of alike nodes (``node_classes``): the best node is that of every node, after
-    any changes of free room, over all nodes or some of them (a network domain)."""
+    """With node-local predicates and scores (``holds``), a new shape is answered over node
+    columns (``node_columns``): the best node is that of every node, after any changes of free
+    room, over all nodes or some of them (a network domain)."""
     every = [
         NodeInfo(f"n{i:02d}", cast(Node, _NODES[off]), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
         for i, (c, m, off) in enumerate(free)
     ]
-    candidates = Candidates(_node_predicate, score, holds={n.name: n for n in every})
+    session = Session(Snapshot({n.name: n for n in every}, {}, {}, [], [], {}), SchedulerConfig())
+    for plugin in (predicates, nodeorder, binpack):
+        plugin.build({}).on_open(session)
+    holds = {n.name: n for n in every}
+    candidates = Candidates(session.predicate, session.node_score, columns=session.columns(), holds=holds)
     for number, (changes, cpu, memory) in enumerate(rounds):
         for index, c, m in changes:
             node = every[index % len(every)]
@@ -155,5 +158,5 @@ def test_a_first_question_asks_one_node_of_each_class(
                         TaskStatus.PENDING)  # fmt: skip
         for where, nodes in (("", every), ("some", every[:asked])):
             best, _ = candidates.best(("shape", number, where), task, nodes, where)
-            feasible = [(-score(task, n), n.name, n) for n in nodes if not _node_predicate(task, n)]
+            feasible = [(-session.node_score(task, n), n.name, n) for n in nodes if not session.predicate(task, n)]
             assert best is (min(feasible, key=lambda e: e[:2])[2] if feasible else None)

@@ -1,0 +1,166 @@
+"""Node columns: one node set's allocatable and free room as numpy columns (one per resource,
+the nodes in name order), kept current as nodes change, with each node's *kind*: all that
+node-local predicates read of the node object for a *plain* task, one without a node selector
+or affinity (schedulable, ready, taints).
+
+Node-local predicates and scores (``registry.NODE_LOCAL``) also give their answer for a whole
+column at once (``Columns``), with the same integer and floating-point operations in the same
+order as for one node, so the best node of a set for a new task shape is found in a few array
+operations over every node instead of one Python call per node: the best score, ties to the
+first by name, exactly as a scan chooses. A plugin that cannot answer a task exactly this way
+(integers past 2**53, say) answers None, and the scan answers instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
+
+Column = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+Scores = npt.NDArray[np.float64]
+KindKey = tuple[object, ...]
+EXACT = 1 << 53  # integers below this are floats exactly, and their quotients rounded as Python's
+
+
+def plain(task: TaskInfo) -> bool:
+    """Whether predicates read no node label for ``task``: no node selector, no affinity."""
+    spec = task.pod.spec
+    return not spec.node_selector and spec.affinity is None
+
+
+def kind_of(node: NodeInfo) -> KindKey:
+    """What node-local predicates read of ``node``'s object for a plain task."""
+    spec, status = node.node.spec, node.node.status
+    not_ready = bool(status.conditions) and not node.node.is_ready()
+    return spec.unschedulable, not_ready, repr(spec.taints) if spec.taints else ""
+
+
+@dataclass(slots=True, eq=False)
+class NodeColumns:
+    names: list[str]  # the set's nodes, sorted: a row's index is its place here
+    nodes: dict[str, NodeInfo]  # by name, the latest object of each
+    row: dict[str, int]
+    allocatable: dict[str, Column] = field(default_factory=dict)  # resource -> its column
+    idle: dict[str, Column] = field(default_factory=dict)
+    kind: Column = field(default_factory=lambda: np.zeros(0, np.int64))  # each row's kind, an index of ``kinds``
+    kinds: list[NodeInfo] = field(default_factory=list)  # a node of each kind, as it was when first seen
+    _kind_ids: dict[KindKey, int] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)  # nodes changed since: read again when next asked
+    exact: bool = True  # every amount below ``EXACT``
+
+    @classmethod
+    def of_nodes(cls, nodes: Sequence[NodeInfo]) -> NodeColumns:
+        names = sorted(node.name for node in nodes)
+        columns = cls(names, {node.name: node for node in nodes}, {name: i for i, name in enumerate(names)})
+        columns.kind = np.zeros(len(names), np.int64)
+        columns.dirty = set(names)
+        return columns
+
+    def changed(self, node: NodeInfo) -> None:
+        """``node`` (its object, or its free room) changed: read it again when next asked."""
+        if node.name in self.nodes:
+            self.nodes[node.name] = node
+            self.dirty.add(node.name)
+
+    def current(self) -> NodeColumns:
+        """The columns with every changed node read again."""
+        for name in self.dirty:
+            node, i = self.nodes[name], self.row[name]
+            self.kind[i] = self._kind_id(node)
+            self._put(self.allocatable, node.allocatable, i)
+            self._put(self.idle, node.idle, i)
+        self.dirty.clear()
+        return self
+
+    def _kind_id(self, node: NodeInfo) -> int:
+        key = kind_of(node)
+        found = self._kind_ids.get(key)
+        if found is None:
+            found = self._kind_ids[key] = len(self.kinds)
+            self.kinds.append(node)
+        return found
+
+    def _put(self, columns: dict[str, Column], amounts: dict[str, int], i: int) -> None:
+        for name, column in columns.items():
+            if name not in amounts:
+                column[i] = 0
+        for name, amount in amounts.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = np.zeros(len(self.names), np.int64)
+            fits = -EXACT < amount < EXACT
+            self.exact &= fits
+            column[i] = amount if fits else 0
+
+    def column(self, columns: dict[str, Column], name: str) -> Column:
+        """``name``'s column, zeros when no node has it."""
+        found = columns.get(name)
+        return np.zeros(len(self.names), np.int64) if found is None else found
+
+
+def exact(values: Column, factor: int = 1) -> bool:
+    """Whether every value times ``factor`` is below ``EXACT``: a float exactly, and a quotient
+    of two such rounded once, as Python divides integers."""
+    return not len(values) or int(np.abs(values).max()) * factor < EXACT
+
+
+Fit = Callable[[TaskInfo, NodeColumns], Mask | None]
+Score = Callable[[TaskInfo, NodeColumns], Scores | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """The session's predicates and scores over whole columns: a mask of the nodes a task fits
+    on, and every node's score (meaningful where it fits); None when not exactly so."""
+
+    fit: Fit
+    score: Score
+
+    def best(self, task: TaskInfo, columns: NodeColumns) -> NodeInfo | None:
+        """The node a scan of every node would choose for ``task``: the best score, ties to the
+        name; None when none fits or the columns cannot tell exactly (the scan answers then)."""
+        columns.current()
+        fits = self.fit(task, columns) if columns.exact else None
+        if fits is None or not fits.any():
+            return None
+        scores = self.score(task, columns)
+        if scores is None:
+            return None
+        i = int(np.argmax(np.where(fits, scores, -np.inf)))  # the first of the best: names are sorted
+        return columns.nodes[columns.names[i]]
+
+
+def combined(fits: Sequence[Fit | None], scores: Sequence[Score | None]) -> Columns | None:
+    """The session's predicates (all must pass) and scores (summed in their order, as
+    ``Session.node_score``) over columns; None when a callback gives none."""
+    fit_fns = [fn for fn in fits if fn is not None]
+    score_fns = [fn for fn in scores if fn is not None]
+    if len(fit_fns) < len(fits) or len(score_fns) < len(scores):
+        return None
+
+    def fit(task: TaskInfo, columns: NodeColumns) -> Mask | None:
+        found = np.ones(len(columns.names), np.bool_)
+        for fn in fit_fns:
+            mask = fn(task, columns)
+            if mask is None:
+                return None
+            found &= mask
+        return found
+
+    def score(task: TaskInfo, columns: NodeColumns) -> Scores | None:
+        total = np.zeros(len(columns.names))
+        for fn in score_fns:
+            found = fn(task, columns)
+            if found is None:
+                return None
+            total = total + found
+        return total
+
+    return Columns(fit, score)
