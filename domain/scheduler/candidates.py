@@ -12,7 +12,7 @@ a full scan would choose: the best score, ties to the name.
 When every predicate and score looks at the task's shape and the node alone, the rankings stay
 right from one cycle to the next as long as the nodes that changed in between are marked: a
 session then ``carry``-s the last cycle's candidates instead of ranking every node again, and a
-shape's first question (for a pod without a node selector or affinity) is answered over node
+shape's first questions (for a pod without a node selector or affinity) are answered over node
 columns (``node_columns``): a few array operations over every node instead of a call per node.
 """
 
@@ -28,6 +28,9 @@ from domain.scheduler import node_columns
 from domain.scheduler.infos import TaskInfo
 from domain.scheduler.node_table import NodeInfo
 
+# The questions of a plain shape answered over node columns before a ranking is kept for it: a
+# ranking made afresh evaluates every node, and pays off for a shape asked many times.
+ASKED_OVER_COLUMNS = 8
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
 DRAFTS = 64  # first scans kept, the latest, for a shape asked again to start its ranking from
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
@@ -67,7 +70,7 @@ class Candidates:
     _rankings: dict[tuple[object, ...], Ranking] = field(default_factory=dict)
     _holding: dict[str, list[Ranking]] = field(default_factory=dict)  # node -> the rankings that hold it
     holds: dict[str, NodeInfo] | None = None  # the snapshot nodes its rankings were made on
-    _asked: set[tuple[object, ...]] = field(default_factory=set)  # shapes asked once, with no ranking kept
+    _asked: dict[tuple[object, ...], int] = field(default_factory=dict)  # shapes asked without a ranking: how often
     _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
     columns: node_columns.Columns | None = None  # the predicate and score over node columns (``holds`` only)
     _columns: dict[str, node_columns.NodeColumns] = field(default_factory=dict)  # node set -> its columns
@@ -161,21 +164,19 @@ class Candidates:
     ) -> tuple[NodeInfo | None, FitSummary]:
         """The best feasible node for ``task`` among ``nodes`` (named by ``key``; ``where``
         names the node set alone), or why none fits."""
-        if key not in self._rankings and key not in self._asked:
+        if key not in self._rankings:
             # A shape's first question is answered by a plain scan: most shapes of a varied
             # workload are asked once, and a kept ranking would cost its upkeep for nothing.
             # With node-local predicates and scores, a plain task's is answered over node
-            # columns; the full scan is left for when no node fits (it counts the reasons).
-            self._asked.add(key)
-            if self.holds is not None and self.columns is not None and node_columns.plain(task):
-                columns = self._columns.get(where)
-                if columns is None:
-                    # A node set keeps its members while the candidates hold the same nodes.
-                    columns = self._columns[where] = node_columns.NodeColumns.of_nodes(nodes)
-                found = self.columns.best(task, columns)
+            # columns, and so are its next few (a ranking made afresh evaluates every node);
+            # the full scan is left for when no node fits (it counts the reasons).
+            times = self._asked[key] = self._asked.get(key, 0) + 1
+            if times <= ASKED_OVER_COLUMNS and self.holds is not None and node_columns.plain(task):
+                found = self._best_over_columns(where, task, nodes)
                 if found is not None:
                     return found, FitSummary(len(nodes))
-            return self._scan(key, task, nodes)
+            if times == 1:
+                return self._scan(key, task, nodes)
         ranking = self._ranking(key, task, nodes)
         heap = ranking.heap
         while heap:
@@ -184,6 +185,16 @@ class Candidates:
                 return ranking.nodes[name], FitSummary(len(nodes))
             heapq.heappop(heap)  # stale: the node changed since this entry was scored
         return None, FitSummary(len(nodes), Counter({reason: n for reason, n in ranking.counts.items() if n > 0}))
+
+    def _best_over_columns(self, where: str, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+        """What ``_scan`` would choose, over node columns; None when none fits or the columns
+        cannot tell. A node set keeps its members while the candidates hold the same nodes."""
+        if self.columns is None:
+            return None
+        columns = self._columns.get(where)
+        if columns is None:
+            columns = self._columns[where] = node_columns.NodeColumns.of_nodes(nodes)
+        return self.columns.best(task, columns)
 
     def _scan(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]

@@ -53,7 +53,9 @@ class NodeColumns:
     kinds: list[NodeInfo] = field(default_factory=list)  # a node of each kind, as it was when first seen
     _kind_ids: dict[KindKey, int] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)  # nodes changed since: read again when next asked
-    exact: bool = True  # every amount below ``EXACT``
+    small: bool = True  # every amount below ``EXACT`` in size
+    _used: dict[str, Column] = field(default_factory=dict)  # resource -> allocatable - idle, as last asked
+    _most: dict[str, int] = field(default_factory=dict)  # resource -> the largest of ``_used``, in size
 
     @classmethod
     def of_nodes(cls, nodes: Sequence[NodeInfo]) -> NodeColumns:
@@ -71,6 +73,9 @@ class NodeColumns:
 
     def current(self) -> NodeColumns:
         """The columns with every changed node read again."""
+        if self.dirty:
+            self._used.clear()
+            self._most.clear()
         for name in self.dirty:
             node, i = self.nodes[name], self.row[name]
             self.kind[i] = self._kind_id(node)
@@ -96,7 +101,7 @@ class NodeColumns:
             if column is None:
                 column = columns[name] = np.zeros(len(self.names), np.int64)
             fits = -EXACT < amount < EXACT
-            self.exact &= fits
+            self.small &= fits
             column[i] = amount if fits else 0
 
     def column(self, columns: dict[str, Column], name: str) -> Column:
@@ -104,15 +109,55 @@ class NodeColumns:
         found = columns.get(name)
         return np.zeros(len(self.names), np.int64) if found is None else found
 
+    def used(self, name: str) -> Column:
+        """What the nodes hold of ``name``: allocatable less free room (current columns only)."""
+        found = self._used.get(name)
+        if found is None:
+            found = self._used[name] = self.column(self.allocatable, name) - self.column(self.idle, name)
+        return found
 
-def exact(values: Column, factor: int = 1) -> bool:
-    """Whether every value times ``factor`` is below ``EXACT``: a float exactly, and a quotient
-    of two such rounded once, as Python divides integers."""
-    return not len(values) or int(np.abs(values).max()) * factor < EXACT
+    def exact(self, name: str, request: int, factor: int = 1) -> bool:
+        """Whether ``(used + request) * factor`` is below ``EXACT`` in size on every node: a
+        float exactly, and a quotient of two such rounded once, as Python divides integers."""
+        most = self._most.get(name)
+        if most is None:
+            used = self.used(name)
+            most = self._most[name] = int(np.abs(used).max()) if len(used) else 0
+        return (most + abs(request)) * abs(factor) < EXACT
+
+
+@dataclass(slots=True, eq=False)
+class Rows:
+    """Some rows of node columns (the nodes a task fits on, in name order), for scores: each
+    resource's columns taken once."""
+
+    columns: NodeColumns
+    rows: npt.NDArray[np.intp] | None  # None: every row
+    _taken: dict[tuple[bool, str], Column] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.columns.names) if self.rows is None else len(self.rows)
+
+    def allocatable(self, name: str) -> Column:
+        return self._take(False, name)
+
+    def used(self, name: str) -> Column:
+        """allocatable - idle: with a request added, the ``total - idle + request`` of one node's score."""
+        return self._take(True, name)
+
+    def exact(self, name: str, request: int, factor: int = 1) -> bool:
+        return self.columns.exact(name, request, factor)
+
+    def _take(self, used: bool, name: str) -> Column:
+        found = self._taken.get((used, name))
+        if found is None:
+            whole = self.columns.used(name) if used else self.columns.column(self.columns.allocatable, name)
+            found = self._taken[used, name] = whole if self.rows is None else whole[self.rows]
+        return found
 
 
 Fit = Callable[[TaskInfo, NodeColumns], Mask | None]
-Score = Callable[[TaskInfo, NodeColumns], Scores | None]
+Score = Callable[[TaskInfo, Rows], Scores | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +172,16 @@ class Columns:
         """The node a scan of every node would choose for ``task``: the best score, ties to the
         name; None when none fits or the columns cannot tell exactly (the scan answers then)."""
         columns.current()
-        fits = self.fit(task, columns) if columns.exact else None
-        if fits is None or not fits.any():
+        fits = self.fit(task, columns) if columns.small else None
+        if fits is None:
             return None
-        scores = self.score(task, columns)
+        rows = np.flatnonzero(fits)
+        if not len(rows):
+            return None
+        scores = self.score(task, Rows(columns, None if len(rows) == len(fits) else rows))
         if scores is None:
             return None
-        i = int(np.argmax(np.where(fits, scores, -np.inf)))  # the first of the best: names are sorted
-        return columns.nodes[columns.names[i]]
+        return columns.nodes[columns.names[rows[int(np.argmax(scores))]]]  # the first of the best: names are sorted
 
 
 def combined(fits: Sequence[Fit | None], scores: Sequence[Score | None]) -> Columns | None:
@@ -154,10 +201,10 @@ def combined(fits: Sequence[Fit | None], scores: Sequence[Score | None]) -> Colu
             found &= mask
         return found
 
-    def score(task: TaskInfo, columns: NodeColumns) -> Scores | None:
-        total = np.zeros(len(columns.names))
+    def score(task: TaskInfo, rows: Rows) -> Scores | None:
+        total = np.zeros(len(rows))
         for fn in score_fns:
-            found = fn(task, columns)
+            found = fn(task, rows)
             if found is None:
                 return None
             total = total + found

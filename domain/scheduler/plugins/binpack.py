@@ -14,7 +14,7 @@ import numpy as np
 
 from domain import quantity
 from domain.scheduler.infos import TaskInfo
-from domain.scheduler.node_columns import NodeColumns, Scores, exact
+from domain.scheduler.node_columns import Rows, Scores
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import BINPACK_RESOURCE_PREFIX, arguments_of, binpack_resources, integer
 from domain.scheduler.session import Plugin, Session
@@ -54,28 +54,32 @@ def score(task: TaskInfo, node: NodeInfo, weights: Mapping[str, int], weight: in
     return total / weight_sum * _MAX * weight if weight_sum else 0.0
 
 
-def score_columns(task: TaskInfo, columns: NodeColumns, weights: Mapping[str, int], weight: int) -> Scores | None:
+def score_columns(task: TaskInfo, rows: Rows, weights: Mapping[str, int], weight: int) -> Scores | None:
     """``score`` for every node, in the same floating-point operations in the same order; None
     when a quotient could round otherwise than Python's."""
-    total = np.zeros(len(columns.names))
-    overflows = np.zeros(len(columns.names), np.bool_)
+    total = np.zeros(len(rows))
+    overflows = np.zeros(len(rows), np.bool_)
     weight_sum = 0
     for name, request in task.request.items():
         resource_weight = weights.get(name)
         if not request or resource_weight is None:
             continue
-        allocatable = columns.column(columns.allocatable, name)
+        allocatable = rows.allocatable(name)
         if resource_weight:
-            used = allocatable - columns.column(columns.idle, name) + request
-            if not exact(used, resource_weight):
+            if not rows.exact(name, request, resource_weight):
                 return None
+            used = rows.used(name) + request
             weighted = used * resource_weight
             has = allocatable != 0
-            overflows |= has & (used > allocatable)
-            total = total + np.where(has, weighted / np.where(has, allocatable, 1), 0.0)
+            if has.all():
+                overflows |= used > allocatable
+                total = total + weighted / allocatable
+            else:
+                overflows |= has & (used > allocatable)
+                total = total + np.where(has, weighted / np.where(has, allocatable, 1), 0.0)
         weight_sum += resource_weight
     if not weight_sum:
-        return np.zeros(len(columns.names))
+        return np.zeros(len(rows))
     return np.where(overflows, 0.0, total / weight_sum * _MAX * weight)
 
 
@@ -88,7 +92,7 @@ def build(options: Mapping[str, object]) -> Plugin:
             session.add_node_order(
                 NAME,
                 lambda task, node: score(task, node, weights, weight),
-                lambda task, columns: score_columns(task, columns, weights, weight),
+                lambda task, rows: score_columns(task, rows, weights, weight),
             )
 
     return Plugin(NAME, on_open)

@@ -14,7 +14,7 @@ import numpy as np
 
 from domain import quantity
 from domain.scheduler.infos import TaskInfo
-from domain.scheduler.node_columns import Column, NodeColumns, Scores, exact
+from domain.scheduler.node_columns import Column, Rows, Scores
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import integer
 from domain.scheduler.session import Plugin, Session
@@ -95,62 +95,88 @@ def least_requested_balanced(task: TaskInfo, node: NodeInfo) -> int:
     return (sum(least) // len(least) if least else 0) + int((1 - std) * _MAX)
 
 
-def _requested_columns(task: TaskInfo, columns: NodeColumns, name: str) -> tuple[Column, Column]:
+def _requested_columns(task: TaskInfo, rows: Rows, name: str) -> tuple[Column, Column]:
     """``_requested`` for every node."""
-    total = columns.column(columns.allocatable, name)
-    return total - columns.column(columns.idle, name) + task.request.get(name, 0), total
+    return rows.used(name) + task.request.get(name, 0), rows.allocatable(name)
 
 
-def _mean_share(task: TaskInfo, columns: NodeColumns, share: Callable[[Column, Column, Column], Column]) -> Column:
-    """The integer mean over cpu and memory of ``share(requested, total, present)``, over the
-    resources each node has (``least_requested``, ``most_requested``)."""
-    summed = count = np.zeros(len(columns.names), np.int64)
+def _mean_share(task: TaskInfo, rows: Rows, share: Callable[[Column, Column], Column]) -> Column:
+    """The integer mean over cpu and memory of ``share(requested, total)``, over the resources
+    each node has (``least_requested``, ``most_requested``)."""
+    shares, present = [], []
     for name in _FIT:
-        requested, total = _requested_columns(task, columns, name)
-        present = total > 0
-        summed = summed + np.where(present, share(requested, np.where(present, total, 1), present), 0)
-        count = count + present
+        requested, total = _requested_columns(task, rows, name)
+        has = total > 0
+        every = bool(has.all())
+        shares.append(share(requested, total if every else np.where(has, total, 1)))
+        present.append(None if every else has)
+    if all(has is None for has in present):  # every node has both: the mean of two
+        return (shares[0] + shares[1]) // 2
+    summed = count = np.zeros(len(rows), np.int64)
+    for found, has in zip(shares, present, strict=True):
+        if has is None:
+            summed, count = summed + found, count + 1
+        else:
+            summed, count = summed + np.where(has, found, 0), count + has
     return np.where(count > 0, summed // np.maximum(count, 1), 0)
 
 
-def least_requested_columns(task: TaskInfo, columns: NodeColumns) -> Column:
+def least_requested_columns(task: TaskInfo, rows: Rows) -> Column:
     """``least_requested`` for every node, in the same integer operations."""
-    return _mean_share(task, columns, lambda r, t, _: np.where(r > t, 0, (t - r) * _MAX // t))
+    return _mean_share(task, rows, lambda r, t: np.where(r > t, 0, (t - r) * _MAX // t))
 
 
-def most_requested_columns(task: TaskInfo, columns: NodeColumns) -> Column:
+def most_requested_columns(task: TaskInfo, rows: Rows) -> Column:
     """``most_requested`` for every node, in the same integer operations."""
-    return _mean_share(task, columns, lambda r, t, _: np.minimum(r, t) * _MAX // t)
+    return _mean_share(task, rows, lambda r, t: np.minimum(r, t) * _MAX // t)
 
 
-def balanced_columns(task: TaskInfo, columns: NodeColumns) -> Column | None:
+def balanced_columns(task: TaskInfo, rows: Rows) -> Column | None:
     """``balanced`` for every node, in the same floating-point operations in the same order;
     None when a quotient could round otherwise than Python's."""
     fractions: list[Scores] = []
-    present: list[Column] = []
+    present: list[Column | None] = []  # None: every node has the resource
     for name in (*_FIT, _GPU):
         if name == _GPU and not task.request.get(name):
             continue
-        requested, total = _requested_columns(task, columns, name)
-        if not exact(requested):
+        if not rows.exact(name, task.request.get(name, 0)):
             return None
+        requested, total = _requested_columns(task, rows, name)
         has = total > 0
-        fractions.append(np.minimum(requested / np.where(has, total, 1), 1.0))
-        present.append(has)
-    count = sum(present, np.zeros(len(columns.names), np.int64))
-    std = np.zeros(len(columns.names))
+        every = bool(has.all())
+        fractions.append(np.minimum(requested / (total if every else np.where(has, total, 1)), 1.0))
+        present.append(None if every else has)
+    if all(has is None for has in present):  # one count of fractions for every node
+        return np.trunc((1 - _std(fractions)) * _MAX).astype(np.int64)
+    count = np.zeros(len(rows), np.int64)
+    for has in present:
+        count = count + (1 if has is None else has)
+    std = np.zeros(len(rows))
     if len(fractions) >= 2:
         # Two present: the one missing (if any) picks the pair; abs() makes their order moot.
         a, b = fractions[0], fractions[1]
         pair = np.abs(a - b)
         if len(fractions) == 3:
             c = fractions[2]
-            pair = np.where(~present[0], np.abs(b - c), np.where(~present[1], np.abs(a - c), pair))
-            mean = (a + b + c) / 3
-            da, db, dc = a - mean, b - mean, c - mean
-            std = np.where(count == 3, np.sqrt((da * da + db * db + dc * dc) / 3), std)
+            if present[0] is not None:
+                pair = np.where(present[0], pair, np.abs(b - c))
+            if present[1] is not None:
+                pair = np.where(present[1], pair, np.abs(a - c))
+            std = np.where(count == 3, _std(fractions), std)
         std = np.where(count == 2, pair / 2, std)
     return np.trunc((1 - std) * _MAX).astype(np.int64)
+
+
+def _std(fractions: list[Scores]) -> Scores:
+    """``balanced``'s standard deviation of every node's fractions, all of them present."""
+    if len(fractions) == 2:
+        return np.abs(fractions[0] - fractions[1]) / 2
+    if len(fractions) == 3:
+        a, b, c = fractions
+        mean = (a + b + c) / 3
+        da, db, dc = a - mean, b - mean, c - mean
+        return np.sqrt((da * da + db * db + dc * dc) / 3)
+    return np.zeros(len(fractions[0]))
 
 
 def build(options: Mapping[str, object]) -> Plugin:
@@ -174,11 +200,11 @@ def build(options: Mapping[str, object]) -> Plugin:
         def score(task: TaskInfo, node: NodeInfo) -> float:
             return float(sum(w * fn(task, node) for w, fn in scorers))
 
-    def score_columns(task: TaskInfo, columns: NodeColumns) -> Scores | None:
+    def score_columns(task: TaskInfo, rows: Rows) -> Scores | None:
         """``score`` for every node: integer sums, made float."""
-        summed = np.zeros(len(columns.names), np.int64)
+        summed = np.zeros(len(rows), np.int64)
         for w, fn in scorers:
-            scores = columns_of[fn](task, columns)
+            scores = columns_of[fn](task, rows)
             if scores is None:
                 return None
             summed = summed + w * scores

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import cast
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from domain.engine import Engine
 from domain.events import parse_event
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
+from domain.scheduler import candidates as candidates_module
 from domain.scheduler.candidates import Candidates
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import TaskInfo, TaskStatus
@@ -129,16 +131,20 @@ _few = st.integers(min_value=0, max_value=2)  # alike nodes are common
     rounds=st.lists(
         st.tuples(st.lists(st.tuples(st.integers(0, 11), _few, _few), max_size=4), _few, _few),
         min_size=1,
-        max_size=6,
+        max_size=12,
     ),
     asked=st.integers(min_value=1, max_value=12),
+    over_columns=st.sampled_from([1, 2, candidates_module.ASKED_OVER_COLUMNS]),
 )
-def test_a_first_question_over_node_columns_answers_as_a_scan(
-    free: list[tuple[int, int, bool]], rounds: list[tuple[list[tuple[int, int, int]], int, int]], asked: int
+def test_first_questions_over_node_columns_answer_as_a_scan(
+    free: list[tuple[int, int, bool]],
+    rounds: list[tuple[list[tuple[int, int, int]], int, int]],
+    asked: int,
+    over_columns: int,
 ) -> None:
-    """With node-local predicates and scores (``holds``), a new shape is answered over node
-    columns (``node_columns``): the best node is that of every node, after any changes of free
-    room, over all nodes or some of them (a network domain)."""
+    """With node-local predicates and scores (``holds``), a shape's first questions are answered
+    over node columns (``node_columns``), and later ones by its ranking: the best node is that of
+    every node, after any changes of free room, over all nodes or some of them (a network domain)."""
     every = [
         NodeInfo(f"n{i:02d}", cast(Node, _NODES[off]), {"cpu": 8, "memory": 8}, {"cpu": c, "memory": m}, {})
         for i, (c, m, off) in enumerate(free)
@@ -148,7 +154,18 @@ def test_a_first_question_over_node_columns_answers_as_a_scan(
         plugin.build({}).on_open(session)
     holds = {n.name: n for n in every}
     candidates = Candidates(session.predicate, session.node_score, columns=session.columns(), holds=holds)
-    for number, (changes, cpu, memory) in enumerate(rounds):
+    with patch.object(candidates_module, "ASKED_OVER_COLUMNS", over_columns):
+        _ask(candidates, session, every, rounds, asked)
+
+
+def _ask(
+    candidates: Candidates,
+    session: Session,
+    every: list[NodeInfo],
+    rounds: list[tuple[list[tuple[int, int, int]], int, int]],
+    asked: int,
+) -> None:
+    for changes, cpu, memory in rounds:
         for index, c, m in changes:
             node = every[index % len(every)]
             node.idle.update(cpu=c, memory=m)
@@ -157,6 +174,6 @@ def test_a_first_question_over_node_columns_answers_as_a_scan(
         task = TaskInfo(ObjectKey("c1/p"), cast(Pod, pod), ObjectKey("c1/g"), {"cpu": cpu, "memory": memory},
                         TaskStatus.PENDING)  # fmt: skip
         for where, nodes in (("", every), ("some", every[:asked])):
-            best, _ = candidates.best(("shape", number, where), task, nodes, where)
+            best, _ = candidates.best(("shape", cpu, memory, where), task, nodes, where)
             feasible = [(-session.node_score(task, n), n.name, n) for n in nodes if not session.predicate(task, n)]
             assert best is (min(feasible, key=lambda e: e[:2])[2] if feasible else None)

@@ -13,7 +13,7 @@ from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import TaskInfo, TaskStatus
-from domain.scheduler.node_columns import NodeColumns
+from domain.scheduler.node_columns import NodeColumns, Rows
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugins import binpack, nodeorder, predicates
 from domain.scheduler.session import Session
@@ -94,11 +94,11 @@ def test_columns_answer_as_each_node_does(
     table = NodeColumns.of_nodes(nodes).current()
     by_name = sorted(nodes, key=lambda n: n.name)
     for task in tasks:
-        fits = columns.fit(task, table) if table.exact else None
+        fits = columns.fit(task, table) if table.small else None
         if fits is not None:
             assert list(fits) == [not session.predicate(task, n) for n in by_name]
-        scores = columns.score(task, table)
-        if scores is not None and table.exact:
+        scores = columns.score(task, Rows(table, None))
+        if scores is not None and table.small:
             assert [float(s) for s in scores] == [session.node_score(task, n) for n in by_name]
 
 
@@ -117,8 +117,8 @@ def test_the_best_over_columns_is_the_scans(
         best = columns.best(task, table)
         feasible = [(-session.node_score(task, n), n.name, n) for n in nodes if not session.predicate(task, n)]
         assert best is None or best is min(feasible, key=lambda e: e[:2])[2]
-        fits = columns.fit(task, table) if table.exact else None
-        if feasible and fits is not None and columns.score(task, table) is not None:
+        fits = columns.fit(task, table) if table.small else None
+        if feasible and fits is not None and columns.score(task, Rows(table, None)) is not None:
             assert best is not None  # the columns answered: no scan needed
         if index is not None:
             node, other = nodes[index % len(nodes)], nodes[(index + 1) % len(nodes)]
