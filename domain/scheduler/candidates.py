@@ -12,8 +12,8 @@ a full scan would choose: the best score, ties to the name.
 When every predicate and score looks at the task's shape and the node alone, the rankings stay
 right from one cycle to the next as long as the nodes that changed in between are marked: a
 session then ``carry``-s the last cycle's candidates instead of ranking every node again, and a
-shape's first questions (for a pod without a node selector or affinity) are answered over node
-columns (``node_columns``): a few array operations over every node instead of a call per node.
+shape's first questions are answered over node columns (``node_columns``): a few array
+operations over every node instead of a call per node.
 """
 
 from __future__ import annotations
@@ -167,11 +167,11 @@ class Candidates:
         if key not in self._rankings:
             # A shape's first question is answered by a plain scan: most shapes of a varied
             # workload are asked once, and a kept ranking would cost its upkeep for nothing.
-            # With node-local predicates and scores, a plain task's is answered over node
-            # columns, and so are its next few (a ranking made afresh evaluates every node);
+            # With node-local predicates and scores, it is answered over node columns, and so
+            # are its next few (a ranking made afresh evaluates every node);
             # the full scan is left for when no node fits (it counts the reasons).
             times = self._asked[key] = self._asked.get(key, 0) + 1
-            if times <= ASKED_OVER_COLUMNS and self.holds is not None and node_columns.plain(task):
+            if times <= ASKED_OVER_COLUMNS and self.holds is not None:
                 found = self._best_over_columns(where, task, nodes)
                 if found is not None:
                     return found, FitSummary(len(nodes))

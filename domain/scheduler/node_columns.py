@@ -1,7 +1,8 @@
 """Node columns: one node set's allocatable and free room as numpy columns (one per resource,
 the nodes in name order), kept current as nodes change, with each node's *kind*: all that
 node-local predicates read of the node object for a *plain* task, one without a node selector
-or affinity (schedulable, ready, taints).
+or affinity (schedulable, ready, taints). For a task with a selector or affinity, the node
+checks are made once per node and kept per shape (``masks``) until a node object changes.
 
 Node-local predicates and scores (``registry.NODE_LOCAL``) also give their answer for a whole
 column at once (``Columns``), with the same integer and floating-point operations in the same
@@ -54,6 +55,8 @@ class NodeColumns:
     _kind_ids: dict[KindKey, int] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)  # nodes changed since: read again when next asked
     small: bool = True  # every amount below ``EXACT`` in size
+    masks: dict[object, Mask] = field(default_factory=dict)  # node checks per shape, until a node object changes
+    _objects: list[object] = field(default_factory=list)  # each row's node object, as last read
     _used: dict[str, Column] = field(default_factory=dict)  # resource -> allocatable - idle, as last asked
     _most: dict[str, int] = field(default_factory=dict)  # resource -> the largest of ``_used``, in size
 
@@ -62,6 +65,7 @@ class NodeColumns:
         names = sorted(node.name for node in nodes)
         columns = cls(names, {node.name: node for node in nodes}, {name: i for i, name in enumerate(names)})
         columns.kind = np.zeros(len(names), np.int64)
+        columns._objects = [None] * len(names)
         columns.dirty = set(names)
         return columns
 
@@ -78,7 +82,10 @@ class NodeColumns:
             self._most.clear()
         for name in self.dirty:
             node, i = self.nodes[name], self.row[name]
-            self.kind[i] = self._kind_id(node)
+            if node.node is not self._objects[i]:
+                self._objects[i] = node.node
+                self.kind[i] = self._kind_id(node)
+                self.masks.clear()
             self._put(self.allocatable, node.allocatable, i)
             self._put(self.idle, node.idle, i)
         self.dirty.clear()

@@ -56,12 +56,21 @@ def build(options: Mapping[str, object]) -> Plugin:
             return failures or room_failures(task.request, node.idle)
 
         def fit(task: TaskInfo, columns: NodeColumns) -> Mask | None:
-            """``predicate``'s answer for every node at once: the node checks once per kind of node."""
-            if not plain(task):
-                return None
-            kinds = [not node_failures(task.pod, node.node, node_affinity=node_affinity, taints=taints)
-                     for node in columns.kinds]  # fmt: skip
-            fits = np.array(kinds, np.bool_)[columns.kind]
+            """``predicate``'s answer for every node at once: the node checks once per kind of
+            node for a plain task, else once per node and shape, kept until a node object changes."""
+            if plain(task):
+                kinds = [not node_failures(task.pod, node.node, node_affinity=node_affinity, taints=taints)
+                         for node in columns.kinds]  # fmt: skip
+                fits = np.array(kinds, np.bool_)[columns.kind]
+            else:
+                key = (kept_as, task.shape()[1:])
+                mask = columns.masks.get(key)
+                if mask is None:
+                    nodes = columns.nodes
+                    checks = [not node_failures(task.pod, nodes[name].node, node_affinity=node_affinity, taints=taints)
+                              for name in columns.names]  # fmt: skip
+                    mask = columns.masks[key] = np.array(checks, np.bool_)
+                fits = mask.copy()
             for name, amount in task.request.items():
                 if amount > 0:
                     if amount >= EXACT:

@@ -27,7 +27,12 @@ KINDS = (
     b.typed(b.node("n", unschedulable=True)),
     b.typed(b.node("n", ready="False")),
     b.typed(b.node("n", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])),
+    b.typed(b.node("n", labels={"gpu": "a100"})),
+    b.typed(b.node("n", labels={"gpu": "v100"})),
 )
+SELECTORS = (None, {"gpu": "a100"})
+AFFINITIES = (None, {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a100", "v100"]}]}]}}})  # fmt: skip
 TOLERATES = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
 
 # Amounts as the scheduler keeps them (thousandths), in one unit per example (a CPU, a MiB, 8 GiB of
@@ -57,7 +62,10 @@ def _case(draw: st.DrawFn) -> tuple[list[NodeInfo], list[TaskInfo]]:
         draw(st.sampled_from(nodes)).idle[draw(st.sampled_from(RESOURCES))] = past
     tasks = []
     for _ in range(draw(st.integers(1, 4))):
-        pod = b.typed(b.pod("p", cpu=None, memory=None, tolerations=TOLERATES if draw(st.booleans()) else ()))
+        tolerations = TOLERATES if draw(st.booleans()) else ()
+        selector, affinity = draw(st.sampled_from(SELECTORS)), draw(st.sampled_from(AFFINITIES))
+        pod = b.pod("p", cpu=None, memory=None, tolerations=tolerations, node_selector=selector, affinity=affinity)
+        pod = b.typed(pod)
         request = draw(st.dictionaries(st.sampled_from(RESOURCES), _amounts(unit, 16), max_size=5))
         tasks.append(TaskInfo(ObjectKey("c1/p"), cast(Pod, pod), ObjectKey("c1/g"), request, TaskStatus.PENDING))
     return nodes, tasks
@@ -107,7 +115,7 @@ def test_the_best_over_columns_is_the_scans(
     case: tuple[list[NodeInfo], list[TaskInfo]], options: dict[str, object], default: bool, changes: list[int]
 ) -> None:
     """The best node over columns is a scan's (best score, ties to the name), or None for the
-    scan to answer, after any changes of free room (a node takes another's)."""
+    scan to answer, after any changes of free room and node objects (a node takes another's)."""
     nodes, tasks = case
     session = _session(nodes, options, default)
     columns = session.columns()
@@ -124,4 +132,25 @@ def test_the_best_over_columns_is_the_scans(
             node, other = nodes[index % len(nodes)], nodes[(index + 1) % len(nodes)]
             node.idle.clear()
             node.idle.update(other.idle)
+            node.node = other.node  # its labels, taints, readiness too
             table.changed(node)
+
+
+def test_a_relabelled_node_is_checked_again() -> None:
+    """The node checks kept for a shape with a node selector go when a node object changes: a
+    node relabelled to match is chosen, and one relabelled away is not."""
+    resources = {quantity.CPU: 8000, quantity.MEMORY: 8000}
+    a100, v100 = KINDS[4], KINDS[5]
+    nodes = [NodeInfo(name, cast(Node, v100), resources, dict(resources), {}) for name in ("n0", "n1")]
+    session = _session(nodes, {}, default=True)
+    columns = session.columns()
+    assert columns is not None
+    table = NodeColumns.of_nodes(nodes)
+    pod = b.typed(b.pod("p", cpu=None, memory=None, node_selector={"gpu": "a100"}))
+    task = TaskInfo(ObjectKey("c1/p"), cast(Pod, pod), ObjectKey("c1/g"), {quantity.CPU: 1000}, TaskStatus.PENDING)
+    assert columns.best(task, table) is None  # no node matches: the scan tells why
+    for node, kind, chosen in ((nodes[1], a100, "n1"), (nodes[0], a100, "n0"), (nodes[0], v100, "n1")):
+        node.node = cast(Node, kind)
+        table.changed(node)
+        found = columns.best(task, table)
+        assert found is not None and found.name == chosen
