@@ -17,10 +17,11 @@ from domain.kueue.cycle_view import KueueSnapshot
 from domain.kueue.reasons import KueueReason as R
 from domain.kueue.settings import KueueSettings
 from domain.kueue.tas import WORKLOAD_ANNOTATION
-from domain.kueue.workload_status import Outbox, Update, iso, released, with_conditions
+from domain.kueue.workload_status import Outbox, Update, released, with_conditions
 from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadPhase, is_active
+from domain.objects.meta import timestamp
 from domain.state import ClusterState
 
 _BACKOFF = frozenset({R.PODS_READY_TIMEOUT})
@@ -86,7 +87,7 @@ def _release(snap: KueueSnapshot, box: Outbox, info: WorkloadInfo, settings: Kue
         base, most = settings.backoff_base_seconds, settings.backoff_max_seconds
         count += 1
         at = snap.clock + timedelta(seconds=min(base * 2 ** (count - 1), most))
-        requeued = ("False", reason, f"Requeued after backoff, at {iso(at)}")
+        requeued = ("False", reason, f"Requeued after backoff, at {timestamp(at)}")
     else:
         requeued = ("True", reason, f"The workload was requeued after eviction: {reason}")
     snap.charge(info, -1)

@@ -27,7 +27,7 @@ from domain.kueue.workloads import WorkloadInfo
 from domain.lifecycle.workload import ConditionType as C
 from domain.lifecycle.workload import WorkloadView
 from domain.objects.kueue import Workload
-from domain.objects.meta import ObjectKey
+from domain.objects.meta import ObjectKey, timestamp
 from domain.state import ClusterState
 
 Update = tuple[str, str, str]
@@ -104,10 +104,6 @@ def released(view: WorkloadView, requeued: Update, count: int, at: datetime | No
     )
 
 
-def iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
-
-
 def _eviction_message(view: WorkloadView) -> str:
     condition = view.condition(C.EVICTED)
     return condition.message if condition is not None else "The workload was evicted"
@@ -117,7 +113,7 @@ def status_decision(state: ClusterState, seq: int, obj: Workload, view: Workload
     """The WorkloadStatus decision that writes ``view`` (what the workload's status says)."""
     requeue = None
     if view.requeue_count or view.requeue_at:
-        requeue = RequeueState(view.requeue_count, iso(view.requeue_at) if view.requeue_at else None)
+        requeue = RequeueState(view.requeue_count, timestamp(view.requeue_at) if view.requeue_at else None)
     return WorkloadStatus.make(
         state.name, seq, ObjectRef.of(obj), reason,
         conditions=conditions_of(view.conditions),

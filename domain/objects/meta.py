@@ -16,6 +16,11 @@ ObjectKey = NewType("ObjectKey", str)
 """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
 
 
+def timestamp(at: datetime) -> str:
+    """``at`` as the API server writes a time (RFC 3339, UTC as ``Z``)."""
+    return at.isoformat().replace("+00:00", "Z")
+
+
 class OwnerReference(Struct, rename="camel", frozen=True, kw_only=True):
     api_version: str = ""
     kind: str = ""

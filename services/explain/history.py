@@ -20,7 +20,7 @@ import msgspec
 from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import InvalidEvent, ScheduleMarker, WatchEvent, parse_event
-from domain.objects.meta import ObjectKey
+from domain.objects.meta import ObjectKey, timestamp
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 from services.diff import summary
@@ -200,7 +200,7 @@ def members_of(state: ClusterState, target: Target) -> set[str]:
 
 
 def iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+    return None if moment is None else timestamp(moment)
 
 
 def _decisions(decisions: Iterable[Decision]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 from domain.lifecycle.workload import ConditionType as C
 from domain.objects.core import Pod
 from domain.objects.kueue import LocalQueue, Workload
-from domain.objects.meta import ObjectKey, key_of
+from domain.objects.meta import ObjectKey, key_of, timestamp
 from domain.scheduler import snapshot as scheduler_snapshot
 from domain.scheduler import volcano_cycle
 from domain.scheduler.config import SchedulerConfig
@@ -23,7 +23,7 @@ def explain(history: History, target: Target, config: SchedulerConfig) -> dict[s
     out: dict[str, Any] = {
         "cluster": history.cluster,
         "at": history.at,
-        "clock": state.clock.isoformat().replace("+00:00", "Z") if state.clock else None,
+        "clock": timestamp(state.clock) if state.clock else None,
         "object": {"kind": target.kind, "namespace": target.namespace or None, "name": target.name},
         "exists": obj is not None,
         "status": None,
@@ -49,7 +49,7 @@ def _status(state: ClusterState, obj: Any) -> tuple[dict[str, Any], dict[str, An
         status = {
             "phase": machine.phase.value,
             "sinceSeq": machine.since_seq,
-            "since": machine.since.isoformat().replace("+00:00", "Z") if machine.since else None,
+            "since": timestamp(machine.since) if machine.since else None,
         }
         if machine.illegal:
             status["lastRefused"] = machine.illegal

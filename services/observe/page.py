@@ -12,6 +12,7 @@ from html import escape
 
 from domain import quantity
 from domain.decisions import Decision
+from domain.objects.meta import timestamp
 from services.observe.observer import Observer
 from services.observe.view import ClusterView, view_of
 
@@ -36,7 +37,7 @@ def _amounts(values: Mapping[str, int]) -> str:
 
 def _moment(moment: datetime | None) -> str:
     """A moment in ISO 8601 (UTC); "-" for none."""
-    return "-" if moment is None else moment.isoformat().replace("+00:00", "Z")
+    return "-" if moment is None else timestamp(moment)
 
 
 def _table(table_id: str, headers: Iterable[str], rows: list[list[str]]) -> str:

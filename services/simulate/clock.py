@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from services.traces.events import START, timestamp
+from domain.objects.meta import timestamp
+from services.traces.events import START
 
 Action = Callable[[], None]
 

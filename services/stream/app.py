@@ -25,6 +25,7 @@ from faust.auth import SASLCredentials, SSLCredentials
 from faust.types import TP
 from faust.types.auth import CredentialsT
 
+from domain.objects.meta import timestamp
 from domain.scheduler.config import SchedulerConfig
 from services import logging as log
 from services.config import Settings
@@ -220,7 +221,7 @@ class StreamService:
         cycle, into the partition its events arrive on (whatever partitioner their producer used)."""
         if not self.ready.is_set():
             return
-        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        now = timestamp(datetime.now(UTC))
         for cluster, state in sorted(self.pipeline.engine.clusters.items()):
             partition = self.pipeline.partitions.get(cluster)
             if partition not in self.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:

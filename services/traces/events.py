@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from domain.objects.meta import timestamp
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.runtimes import ESTIMATE
@@ -33,10 +34,6 @@ WORKLOAD_API = "kueue.x-k8s.io/v1beta1"
 POD_SET = "main"  # the one pod set a job's Workload has
 KUBELET_MAX_PODS = "110"  # the kubelet's default, for nodes whose trace gives no pod limit
 _UIDS = uuid.UUID("6f1c2f0e-5b1a-4c2e-9a57-7d3c0b9e1a40")
-
-
-def timestamp(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
 
 
 class _Renderer:
