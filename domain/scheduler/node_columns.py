@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from domain.objects.core import Node
 from domain.scheduler.infos import TaskInfo
 from domain.scheduler.node_table import NodeInfo
 
@@ -28,6 +29,7 @@ Mask = npt.NDArray[np.bool_]
 Scores = npt.NDArray[np.float64]
 KindKey = tuple[object, ...]
 EXACT = 1 << 53  # integers below this are floats exactly, and their quotients rounded as Python's
+MASKS = 256  # shapes whose node checks are kept, the latest (pods pinned to one node each are shapes of their own)
 
 
 def plain(task: TaskInfo) -> bool:
@@ -51,7 +53,7 @@ class NodeColumns:
     allocatable: dict[str, Column] = field(default_factory=dict)  # resource -> its column
     idle: dict[str, Column] = field(default_factory=dict)
     kind: Column = field(default_factory=lambda: np.zeros(0, np.int64))  # each row's kind, an index of ``kinds``
-    kinds: list[NodeInfo] = field(default_factory=list)  # a node of each kind, as it was when first seen
+    kinds: list[Node] = field(default_factory=list)  # a node object of each kind, the first seen
     _kind_ids: dict[KindKey, int] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)  # nodes changed since: read again when next asked
     small: bool = True  # every amount below ``EXACT`` in size
@@ -96,7 +98,7 @@ class NodeColumns:
         found = self._kind_ids.get(key)
         if found is None:
             found = self._kind_ids[key] = len(self.kinds)
-            self.kinds.append(node)
+            self.kinds.append(node.node)
         return found
 
     def _put(self, columns: dict[str, Column], amounts: dict[str, int], i: int) -> None:

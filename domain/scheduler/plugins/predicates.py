@@ -16,7 +16,7 @@ import numpy as np
 
 from domain.objects.core import Node
 from domain.scheduler.infos import TaskInfo
-from domain.scheduler.node_columns import EXACT, Mask, NodeColumns, plain
+from domain.scheduler.node_columns import EXACT, MASKS, Mask, NodeColumns, plain
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import switch
 from domain.scheduler.predicates import node_failures, room_failures
@@ -59,7 +59,7 @@ def build(options: Mapping[str, object]) -> Plugin:
             """``predicate``'s answer for every node at once: the node checks once per kind of
             node for a plain task, else once per node and shape, kept until a node object changes."""
             if plain(task):
-                kinds = [not node_failures(task.pod, node.node, node_affinity=node_affinity, taints=taints)
+                kinds = [not node_failures(task.pod, node, node_affinity=node_affinity, taints=taints)
                          for node in columns.kinds]  # fmt: skip
                 fits = np.array(kinds, np.bool_)[columns.kind]
             else:
@@ -70,6 +70,8 @@ def build(options: Mapping[str, object]) -> Plugin:
                     checks = [not node_failures(task.pod, nodes[name].node, node_affinity=node_affinity, taints=taints)
                               for name in columns.names]  # fmt: skip
                     mask = columns.masks[key] = np.array(checks, np.bool_)
+                    if len(columns.masks) > MASKS:
+                        del columns.masks[next(iter(columns.masks))]
                 fits = mask.copy()
             for name, amount in task.request.items():
                 if amount > 0:
