@@ -8,6 +8,7 @@ it, and the consumer's offsets in the database say exactly what was processed.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, delete, event, func, select
+from sqlalchemy import Connection, Engine, bindparam, create_engine, delete, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -28,6 +29,15 @@ from services.store.batch import Batch
 # From this many rows on, an upsert on PostgreSQL goes through COPY and a staging table; below it
 # the extra statements cost more than executemany saves.
 COPY_UPSERT_ROWS = 64
+# The outbox rows read at a time, oldest first.
+OUTBOX_PAGE = 1000
+# Built once: the outbox is read and emptied after every batch.
+_PENDING_OUTBOX = (
+    select(tables.outbox.c.id, tables.outbox.c.topic, tables.outbox.c.key, tables.outbox.c.payload)
+    .order_by(tables.outbox.c.id)
+    .limit(bindparam("limit"))
+)
+_DELETE_OUTBOX = delete(tables.outbox).where(tables.outbox.c.id.in_(bindparam("ids", expanding=True)))
 # The staging tables made in a database session (``Connection.info``), so each is made once.
 STAGING = "schedstream staging tables"
 
@@ -36,6 +46,8 @@ def create_db_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
+    elif parsed.get_backend_name() == "sqlite":  # a file: no server to have gone away, no ping
+        engine = create_engine(url)
     else:
         engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
@@ -134,9 +146,7 @@ class Store:
                 f"ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
             )
             return
-        stmt = (postgresql if postgres else sqlite).insert(table)
-        updates = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
-        conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=updates), list(rows))
+        conn.execute(_upsert_statement(conn.dialect.name, table, keys), list(rows))
 
     @staticmethod
     def _copy(conn: Connection, target: str, table: Any, rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -158,7 +168,7 @@ class Store:
 
     def delete_outbox(self, ids: Sequence[int]) -> None:
         with self.engine.begin() as conn:
-            conn.execute(delete(tables.outbox).where(tables.outbox.c.id.in_(ids)))
+            conn.execute(_DELETE_OUTBOX, {"ids": list(ids)})
 
     def park_outbox(self, row_id: int, error: str) -> None:
         """Move one outbox row the broker refused for itself to ``outbox_parked``, with the error."""
@@ -209,10 +219,9 @@ class Store:
             yield from ((seq, payload) for seq, payload in rows)
             after = rows[-1][0]
 
-    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str, str]]:
-        o = tables.outbox
+    def pending_outbox(self, limit: int = OUTBOX_PAGE) -> list[tuple[int, str, str, str]]:
         with self.engine.connect() as conn:
-            rows = conn.execute(select(o.c.id, o.c.topic, o.c.key, o.c.payload).order_by(o.c.id).limit(limit))
+            rows = conn.execute(_PENDING_OUTBOX, {"limit": limit})
             return [(i, topic, key, payload) for i, topic, key, payload in rows]
 
     def decisions(self, cluster: str | None = None) -> list[str]:
@@ -233,6 +242,15 @@ class Store:
         table = tables.metadata.tables[table_name]
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+@functools.cache
+def _upsert_statement(dialect: str, table: Any, keys: tuple[str, ...]) -> Any:
+    """INSERT ... ON CONFLICT (keys) DO UPDATE of every other column, built once per table: building
+    it (its ``excluded`` columns) cost more than running it for a batch's few rows."""
+    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(table)
+    updates = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
+    return stmt.on_conflict_do_update(index_elements=list(keys), set_=updates)
 
 
 def _row_values(table: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], Iterator[Sequence[Any]]]:

@@ -42,7 +42,7 @@ from services.pipeline import (
     Pipeline,
     Record,
 )
-from services.store.store import Store
+from services.store.store import OUTBOX_PAGE, Store
 from services.stream import log_limit
 from services.stream.topics import MESSAGE_LIMIT, refused
 
@@ -186,7 +186,7 @@ class StreamService:
         refuses for itself is parked with its error (``parked_outbox`` counts them); any other
         failure (the broker is away) propagates and the rows stay for the next flush."""
         async with self.outbox_lock:
-            while rows := self.store.pending_outbox():
+            while rows := self.store.pending_outbox(OUTBOX_PAGE):
                 sent = []
                 for row_id, topic, key, payload in rows:
                     try:
@@ -204,6 +204,8 @@ class StreamService:
                         continue
                     published.append(row_id)
                 self.store.delete_outbox(published)
+                if len(rows) < OUTBOX_PAGE:
+                    return  # all there was; a later batch flushes its own rows after its commit
 
     def _park_or_raise(self, row_id: int, topic: str, exc: Exception) -> None:
         if not refused(exc):
