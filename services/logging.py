@@ -8,8 +8,10 @@ ours (JSON off a terminal, never with colour or cursor escape codes), on standar
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
@@ -63,16 +65,24 @@ def configure(level: str = "info", fmt: str = "auto") -> None:
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
+            structlog.stdlib.add_logger_name,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             *([] if use_console else [structlog.processors.format_exc_info]),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.WriteLoggerFactory(sys.stderr),
+        logger_factory=functools.partial(_Writer, sys.stderr),  # standard error as it is now
         cache_logger_on_first_use=True,
     )
 
 
 def get(name: str) -> structlog.typing.FilteringBoundLogger:
-    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger().bind(logger=name)
-    return logger
+    return structlog.get_logger(name)
+
+
+class _Writer(structlog.WriteLogger):
+    """structlog's line writer, with the name ``add_logger_name`` reads."""
+
+    def __init__(self, file: TextIO, name: str = "") -> None:
+        super().__init__(file)
+        self.name = name
