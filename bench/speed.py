@@ -132,6 +132,24 @@ class Run:
         argv = [sys.executable, "-m", "bench.passthrough", self.bootstrap, self.events, self.sink, str(count)]
         return subprocess.Popen(argv, cwd=ROOT)
 
+    def faust_passthrough(self, count: int) -> float:
+        """CPU seconds of Faust's own loop (``bench.faust_passthrough``) over the first ``count``
+        messages, from its first batch on."""
+        out = self.workdir / f"faust-{self.events}.cpu"
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.faust_passthrough",
+            self.bootstrap,
+            self.events,
+            self.sink,
+            str(count),
+            str(out),
+        ]
+        with self.log.open("ab") as log:
+            subprocess.run(argv, cwd=ROOT, env=self.env, stdout=log, stderr=log, timeout=600, check=True)
+        return float(out.read_text())
+
 
 async def _send(bootstrap: str, topic: str, lines: list[bytes], rate: float | None) -> list[float]:
     """Send the lines (paced at ``rate`` lines/s, or as fast as possible); the send time of each."""
@@ -192,9 +210,9 @@ def _check(run: Run, code: int) -> None:
         raise RuntimeError(f"the worker exited with {code}; its log ends:\n" + "\n".join(tail))
 
 
-def worker_rate(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path) -> tuple[float, float]:
+def worker_rate(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path) -> tuple[float, float, float]:
     """Events per CPU-second of the worker (its start-up, measured on an empty topic, taken off),
-    and of the passthrough on the same messages."""
+    of the bare aiokafka passthrough on the same messages, and of Faust's own loop on them."""
     empty = Run(bootstrap, db_url, workdir)
     asyncio.run(ensure_topics(bootstrap, [empty.events, f"{empty.events}.dlq"], PARTITIONS))
     with cpu_of_children() as idle:
@@ -210,7 +228,8 @@ def worker_rate(bootstrap: str, db_url: str, lines: list[bytes], workdir: Path) 
         raise RuntimeError(f"the worker stored {stored:,} of {len(lines):,} events; its log: {run.log}")
     with cpu_of_children() as bare:
         run.passthrough(len(lines)).wait(timeout=600)
-    return len(lines) / max(busy[0] - idle[0], 1e-9), len(lines) / bare[0]
+    faust = run.faust_passthrough(len(lines))
+    return len(lines) / max(busy[0] - idle[0], 1e-9), len(lines) / bare[0], len(lines) / faust
 
 
 def _wait_for(path: Path, text: str, timeout: float) -> None:
@@ -286,9 +305,9 @@ def _percentiles(values: list[float]) -> tuple[float, float, int]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], len(ordered)
 
 
-def replay_rate(lines: list[bytes]) -> tuple[float, float]:
-    """Events per CPU-second of the Pipeline into an in-memory store (what `replay` runs), and of
-    json.loads on the same lines."""
+def replay_rate(lines: list[bytes]) -> tuple[float, float, list[float]]:
+    """Events per CPU-second of the Pipeline into an in-memory store (what `replay` runs), of
+    json.loads on the same lines, and the seconds of each scheduling cycle in it."""
     started = time.process_time()
     for line in lines:
         json.loads(line)
@@ -297,12 +316,14 @@ def replay_rate(lines: list[bytes]) -> tuple[float, float]:
     store.upgrade()
     records = [Record(value=line, position=str(i)) for i, line in enumerate(lines)]
     pipeline = Pipeline(SchedulerConfig(), store, clocks=dict.fromkeys(marker_clusters(records), CLOCK_STREAM))
+    cycles: list[float] = []
+    pipeline.on_cycle = cycles.append
     started = time.process_time()
     for start in range(0, len(records), 1000):
         pipeline.process(records[start : start + 1000])
     replay = time.process_time() - started
     store.close()
-    return len(lines) / replay, len(lines) / loads
+    return len(lines) / replay, len(lines) / loads, cycles
 
 
 def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
@@ -384,12 +405,13 @@ def broker(workdir: Path) -> Iterator[str]:
 def _worker_row(row: Any, store_name: str, bootstrap: str, url: str, *, lines: list[bytes], work: Path) -> None:
     label = f"worker ({store_name}), events/CPU-s (baseline passthrough)"
     try:
-        ours, base = worker_rate(bootstrap, url, lines, work)
-    except RuntimeError as exc:
+        ours, base, faust = worker_rate(bootstrap, url, lines, work)
+    except (RuntimeError, subprocess.SubprocessError) as exc:
         row(label, "failed", "", None)
         print(f"  {exc}")
         return
     row(label, f"{ours:,.0f}", f"{base:,.0f}", ours / base)
+    row("  Faust's own loop: take_events -> send, events/CPU-s", f"{faust:,.0f}", f"{base:,.0f}", faust / base)
 
 
 def main() -> None:
@@ -408,8 +430,11 @@ def main() -> None:
         print(f"{label:<58} {ours:>14} {base:>14} {'' if ratio is None else f'{ratio:.3f}':>7}", flush=True)
 
     if "replay" not in skip:
-        ours, base = replay_rate(lines)
+        ours, base, cycles = replay_rate(lines)
         row("replay, events/CPU-s (baseline json.loads)", f"{ours:,.0f}", f"{base:,.0f}", ours / base)
+        share = sum(cycles) * ours / len(lines)
+        print(f"  ({len(cycles):,} cycles, {share:.0%} of the time, {sum(cycles) / len(cycles) * 1e6:,.0f} us each;"
+              f" the rest parsing, folding and the store: {(1 - share) / ours * 1e6:,.0f} us per event)")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         work.chmod(0o755)  # PostgreSQL's server runs as its own user, inside it
