@@ -16,8 +16,10 @@ SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
 LOGS = """
 import logging
 from services import logging as log
+early = log.get("schedstream.store")  # as a module takes its logger, at import
 log.configure("info", "auto")
 log.get("schedstream.worker").info("decision", cluster="c1", seq=3)
+early.info("taken before configure")
 logging.getLogger("aiokafka.consumer").warning("heartbeat failed for group %s", "g1")
 logging.getLogger("faust.transport").info("not shown: libraries log at WARNING unless we debug")
 logging.getLogger("mode.worker").error("crashed", exc_info=ZeroDivisionError("boom"))
@@ -33,11 +35,12 @@ def test_every_line_is_json_without_escape_codes_when_stderr_is_a_file(tmp_path:
     lines = [json.loads(line) for line in text.splitlines()]
     assert [(line["logger"], line["event"], line["level"]) for line in lines] == [
         ("schedstream.worker", "decision", "info"),
+        ("schedstream.store", "taken before configure", "info"),
         ("aiokafka.consumer", "heartbeat failed for group g1", "warning"),
         ("mode.worker", "crashed", "error"),
     ]
     assert lines[0]["cluster"] == "c1" and lines[0]["seq"] == 3
-    assert "ZeroDivisionError: boom" in lines[2]["exception"]
+    assert "ZeroDivisionError: boom" in lines[3]["exception"]
 
 
 @pytest.mark.parametrize(
