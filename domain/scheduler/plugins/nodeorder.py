@@ -14,7 +14,7 @@ import numpy as np
 
 from domain import quantity
 from domain.scheduler.infos import TaskInfo
-from domain.scheduler.node_columns import Column, Rows, Scores
+from domain.scheduler.node_columns import Column, Mask, Rows, Scores
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.plugin_args import integer
 from domain.scheduler.session import Plugin, Session
@@ -95,9 +95,12 @@ def least_requested_balanced(task: TaskInfo, node: NodeInfo) -> int:
     return (sum(least) // len(least) if least else 0) + int((1 - std) * _MAX)
 
 
-def _requested_columns(task: TaskInfo, rows: Rows, name: str) -> tuple[Column, Column]:
-    """``_requested`` for every node."""
-    return rows.used(name) + task.request.get(name, 0), rows.allocatable(name)
+def _requested_columns(task: TaskInfo, rows: Rows, name: str) -> tuple[Column, Column, Mask | None]:
+    """``_requested`` for every node: what is requested, the total to divide by (1 where a node
+    has none of the resource), and the nodes that have some (None: every one)."""
+    requested, total = rows.used(name) + task.request.get(name, 0), rows.allocatable(name)
+    has = total > 0
+    return (requested, total, None) if has.all() else (requested, np.where(has, total, 1), has)
 
 
 def _mean_share(task: TaskInfo, rows: Rows, share: Callable[[Column, Column], Column]) -> Column:
@@ -105,11 +108,9 @@ def _mean_share(task: TaskInfo, rows: Rows, share: Callable[[Column, Column], Co
     each node has (``least_requested``, ``most_requested``)."""
     shares, present = [], []
     for name in _FIT:
-        requested, total = _requested_columns(task, rows, name)
-        has = total > 0
-        every = bool(has.all())
-        shares.append(share(requested, total if every else np.where(has, total, 1)))
-        present.append(None if every else has)
+        requested, total, has = _requested_columns(task, rows, name)
+        shares.append(share(requested, total))
+        present.append(has)
     if all(has is None for has in present):  # every node has both: the mean of two
         return (shares[0] + shares[1]) // 2
     summed = count = np.zeros(len(rows), np.int64)
@@ -141,11 +142,9 @@ def balanced_columns(task: TaskInfo, rows: Rows) -> Column | None:
             continue
         if not rows.exact(name, task.request.get(name, 0)):
             return None
-        requested, total = _requested_columns(task, rows, name)
-        has = total > 0
-        every = bool(has.all())
-        fractions.append(np.minimum(requested / (total if every else np.where(has, total, 1)), 1.0))
-        present.append(None if every else has)
+        requested, total, has = _requested_columns(task, rows, name)
+        fractions.append(np.minimum(requested / total, 1.0))
+        present.append(has)
     if all(has is None for has in present):  # one count of fractions for every node
         return np.trunc((1 - _std(fractions)) * _MAX).astype(np.int64)
     count = np.zeros(len(rows), np.int64)
