@@ -1,12 +1,13 @@
 """The streaming service: the one Faust app, consuming ``cluster-events`` and publishing
 ``scheduler-decisions``.
 
-Delivery is at-least-once (Faust acks a batch only after the agent returns from it); the
-database makes it effectively once: each batch of messages is processed by the shared
-Pipeline and committed with its consumer offsets in one transaction, messages at or below the
-committed offset are skipped, and decisions and rejects reach Kafka through an outbox drained
-after every commit (and at start-up), so a crash never loses or duplicates a decision in the
-store; the topic may repeat one, and consumers de-duplicate by its deterministic id.
+Delivery is at-least-once (the events consumer, consume.py, commits the group's offsets only
+after the store holds the batch); the database makes it effectively once: each batch of
+messages is processed by the shared Pipeline and committed with its positions in one
+transaction, messages at or below the stored position are skipped, and decisions and rejects
+reach Kafka through an outbox drained after every commit (and at start-up), so a crash never
+loses or duplicates a decision in the store; the topic may repeat one, and consumers
+de-duplicate by its deterministic id.
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import faust
 import msgspec
 from faust.auth import SASLCredentials, SSLCredentials
-from faust.types import TP
 from faust.types.auth import CredentialsT
 
 from domain.objects.meta import timestamp
@@ -33,9 +32,7 @@ from services.kafka_security import KafkaSecurity
 from services.observe.observer import Observer
 from services.observe.server import ObserveService
 from services.pipeline import (
-    CLOCK_HEADER,
     CLOCK_NONE,
-    CLOCK_STREAM,
     CLOCK_TIMER,
     ORIGIN_HEADER,
     BatchResult,
@@ -44,22 +41,15 @@ from services.pipeline import (
 )
 from services.store.store import OUTBOX_PAGE, Store
 from services.stream import log_limit
+from services.stream.consume import EventsConsumer
 from services.stream.topics import MESSAGE_LIMIT, refused
 
 logger = log.get("schedstream.worker")
 END_OFFSETS_TIMEOUT = 5.0
 
 
-def _header(headers: Any, name: str) -> bytes | None:
-    items = headers.items() if isinstance(headers, dict) else (headers or ())
-    for key, value in items:
-        if key == name:
-            return value if isinstance(value, bytes) else str(value).encode()
-    return None
-
-
 class StreamService:
-    """What the agent and the timer do; holds the pipeline and the outbox relay."""
+    """What the events consumer and the timer drive; holds the pipeline and the outbox relay."""
 
     def __init__(self, app: faust.App, settings: Settings, config: SchedulerConfig, store: Store) -> None:
         self.app = app
@@ -82,17 +72,19 @@ class StreamService:
         self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()))
         self.observer.metrics.parked.set_function(self.parked_outbox)  # read from the store at each scrape
         self.pipeline.on_cycle = self.observer.cycle
+        self.consumer = EventsConsumer(settings, self)
 
-    async def on_assigned(self, assigned: set[TP]) -> None:
-        """Own the new assignment: rebuild state and progress from the store, and refuse to run if
-        the consumer group already committed past what the store holds (a store restored from an
-        older backup, or a new store under an old group): that would skip events silently."""
+    async def on_assigned(self, partitions: set[int], committed: Mapping[int, int | None]) -> dict[int, int]:
+        """Own the new assignment: rebuild state and progress from the store, refuse to run if the
+        consumer group already committed past what the store holds (a store restored from an
+        older backup, or a new store under an old group: that would skip events silently), and
+        give the offset each partition resumes at, right after what the store holds."""
         self.observer.assigned(False)
-        self.owned = {tp.partition for tp in assigned if tp.topic == self.settings.events_topic}
+        self.owned = set(partitions)
         started = time.monotonic()
         # Off the event loop: a long restore must not starve the heartbeats (the group would
-        # throw this member out and restore again), nor look like idleness; ``handle`` and the
-        # timer wait for ``ready``.
+        # throw this member out and restore again), nor look like idleness; the timer waits for
+        # ``ready``.
         self.ready.clear()
         try:
             folded = await asyncio.to_thread(self.pipeline.restore_unless_held, self.owned)
@@ -107,45 +99,35 @@ class StreamService:
             events=folded or 0,
             seconds=round(time.monotonic() - started, 3),
         )
-        committed = await self.app.consumer.seek_to_committed()
-        for tp, offset in sorted(committed.items()):
-            done = self.pipeline.progress.get((tp.topic, tp.partition), -1)
-            if tp.topic == self.settings.events_topic and offset is not None and offset > done + 1:
+        resume = {}
+        for partition in sorted(self.owned):
+            done = self.pipeline.progress.get((self.settings.events_topic, partition), -1)
+            offset = committed.get(partition)
+            if offset is not None and offset > done + 1:
                 logger.critical(
                     "the consumer group is ahead of the store; use a new SCHEDSTREAM_APP_ID to read the "
                     "topic again, or the store this group wrote to",
-                    partition=tp.partition,
+                    partition=partition,
                     committed=offset,
                     stored=done,
                 )
                 os._exit(78)
+            if done >= 0:
+                resume[partition] = done + 1
         self.ready.set()
         self.last_activity = time.monotonic()  # waiting for the group is not idleness
         self.observer.assigned(True)
+        return resume
 
-    async def handle(self, events: Sequence[faust.types.EventT]) -> None:
-        await self.ready.wait()
-        records = []
-        for event in events:
-            m = event.message
-            timer_marker = _header(m.headers, ORIGIN_HEADER) == b"timer"
-            if not timer_marker:
-                self.last_activity = time.monotonic()  # our own markers are not input
-            external = _header(m.headers, CLOCK_HEADER) == CLOCK_STREAM.encode()
-            records.append(
-                Record(
-                    value=m.value,
-                    timer_marker=timer_marker,
-                    position=f"{m.topic}[{m.partition}]@{m.offset}",
-                    topic=m.topic,
-                    partition=m.partition,
-                    offset=m.offset,
-                    external_clock=external,
-                )
-            )
+    def on_revoked(self) -> None:
+        self.observer.assigned(False)  # ready again once the new assignment is restored
+
+    async def handle(self, records: Sequence[Record], lag: int | None) -> None:
+        if not all(r.timer_marker for r in records):
+            self.last_activity = time.monotonic()  # our own markers are not input
         started = time.perf_counter()
         result = self.pipeline.process(records)
-        self._observe(records[-1], result, time.perf_counter() - started)
+        self._observe(records[-1], result, time.perf_counter() - started, lag)
         for reject in result.rejects:
             logger.warning("rejected", position=reject.position, reason=reject.reason)
         for decision in result.decisions:
@@ -168,9 +150,7 @@ class StreamService:
         )
         await self.flush_outbox()
 
-    def _observe(self, last: Record, result: BatchResult, seconds: float) -> None:
-        highwater = self.app.consumer.highwater(TP(last.topic or "", last.partition or 0))
-        lag = None if highwater is None or last.offset is None else max(0, highwater - last.offset - 1)
+    def _observe(self, last: Record, result: BatchResult, seconds: float, lag: int | None) -> None:
         rejects = [reject.reason for reject in result.rejects]
         self.observer.batch(
             last.partition or 0,
@@ -247,18 +227,18 @@ class StreamService:
         if not self.ready.is_set():
             return False
         topic = self.settings.events_topic
-        tps = [TP(topic, partition) for partition in sorted(self.owned)]
-        if not tps:
+        partitions = sorted(self.owned)
+        if not partitions:
             return True
         try:
-            ends = await asyncio.wait_for(self.app.consumer.highwaters(*tps), END_OFFSETS_TIMEOUT)
+            ends = await asyncio.wait_for(self.consumer.end_offsets(partitions), END_OFFSETS_TIMEOUT)
         except Exception as exc:  # any failure to learn the ends means "not known"
             logger.debug("end offsets unknown", error=repr(exc))
             return False
-        for tp in tps:
-            done = self.pipeline.progress.get((topic, tp.partition), -1)
-            unread = range(done + 1, ends.get(tp, 0))
-            if len(unread) > len(self.own_markers) or any((tp.partition, o) not in self.own_markers for o in unread):
+        for partition in partitions:
+            done = self.pipeline.progress.get((topic, partition), -1)
+            unread = range(done + 1, ends.get(partition, 0))
+            if len(unread) > len(self.own_markers) or any((partition, o) not in self.own_markers for o in unread):
                 return False
         self.own_markers = {(p, o) for p, o in self.own_markers if o > self.pipeline.progress.get((topic, p), -1)}
         return True
@@ -292,52 +272,32 @@ def create_app(
         value_serializer="raw",
         key_serializer="raw",
         store="memory://",
-        processing_guarantee="at_least_once",
         producer_max_request_size=MESSAGE_LIMIT,  # a 1.5 MB object (topics.py)
-        consumer_max_fetch_size=2 * MESSAGE_LIMIT,
+        producer_acks=-1,
         web_enabled=False,
         datadir=str(settings.data_dir),
         topic_partitions=settings.partitions,
-        consumer_auto_offset_reset="earliest",
-        producer_acks=-1,
-        # A crashed worker's partitions move to a live one after this long (Faust's default is 60 s).
-        broker_session_timeout=settings.session_timeout,
-        broker_heartbeat_interval=settings.session_timeout / 3,
-        broker_rebalance_timeout=settings.session_timeout * 2,
     )
+    # Faust's consumer (and its agent stream, its conductor and tables) stays off: the events
+    # consumer reads the topic in batches itself (consume.py). Faust keeps the producer, the
+    # timers, the dependencies and the shutdown.
+    app.boot_strategy = faust.App.BootStrategy(app, enable_kafka_consumer=False)
     log_limit.install()
     store = Store(settings.db_url)
     service = StreamService(app, settings, config, store)
     if metrics_addr:
         app.add_dependency(ObserveService(metrics_addr, service.observer))
-    events_topic = app.topic(settings.events_topic, value_serializer="raw", key_serializer="raw")
 
     @app.task
     async def start() -> None:
         await service.flush_outbox()  # what a crash left behind
 
-    @app.agent(events_topic)
-    async def consume(stream: faust.StreamT) -> None:
-        async for events in stream.take_events(settings.batch_size, within=settings.batch_within):
-            try:
-                await service.handle(events)
-            except Exception:
-                # Leaving this loop would let Faust ack the batch the store does not hold; die as
-                # a SIGKILL would, so the restart resumes from the store (and retries the batch).
-                logger.exception("batch failed, stopping the worker", size=len(events))
-                os._exit(70)
+    @app.task
+    async def consume() -> None:
+        await service.consumer.run()
 
     if settings.schedule_period > 0:
         app.timer(settings.schedule_period)(service.tick)
-
-    @app.on_partitions_revoked.connect
-    async def revoked(_app: faust.App, revoked: set[TP], **_: Any) -> None:
-        service.observer.assigned(False)  # ready again once the new assignment is restored
-
-    @app.on_partitions_assigned.connect
-    async def assigned(_app: faust.App, assigned: set[TP], **_: Any) -> None:
-        # Faust awaits this with the partitions paused, before any message of the new assignment.
-        await service.on_assigned(assigned)
 
     if exit_when_idle:
 

@@ -1,0 +1,46 @@
+"""The events consumer's view of one Kafka message: its position and what its headers say."""
+
+from __future__ import annotations
+
+from aiokafka import ConsumerRecord
+
+from services.pipeline import CLOCK_HEADER, ORIGIN_HEADER
+from services.stream.consume import record
+
+
+def _message(headers: tuple[tuple[str, bytes], ...], value: bytes | None = b"{}") -> ConsumerRecord[bytes, bytes]:
+    return ConsumerRecord(
+        topic="cluster-events",
+        partition=2,
+        offset=41,
+        timestamp=0,
+        timestamp_type=0,
+        key=b"c1",
+        value=value,
+        checksum=None,
+        serialized_key_size=2,
+        serialized_value_size=2,
+        headers=headers,
+    )
+
+
+def test_a_message_becomes_a_record_at_its_topic_partition_and_offset() -> None:
+    got = record(_message(()))
+    assert (got.value, got.position, got.topic, got.partition, got.offset) == (
+        b"{}",
+        "cluster-events[2]@41",
+        "cluster-events",
+        2,
+        41,
+    )
+    assert not got.external_clock and not got.timer_marker
+
+
+def test_the_headers_name_a_stream_clock_and_the_worker_s_own_markers() -> None:
+    assert record(_message(((CLOCK_HEADER, b"stream"),))).external_clock
+    assert not record(_message(((CLOCK_HEADER, b"timer"),))).external_clock
+    assert record(_message(((ORIGIN_HEADER, b"timer"), (CLOCK_HEADER, b"stream")))).timer_marker
+
+
+def test_a_tombstone_keeps_its_missing_value() -> None:
+    assert record(_message((), value=None)).value is None
