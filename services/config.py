@@ -18,6 +18,7 @@ NUMBERS: dict[str, tuple[type[int] | type[float], bool]] = {
     "SCHEDSTREAM_SCHEDULE_PERIOD": (float, True),  # 0: no timer
     "SCHEDSTREAM_BATCH_SIZE": (int, False),
     "SCHEDSTREAM_BATCH_WITHIN": (float, True),
+    "SCHEDSTREAM_BATCH_BUDGET": (float, True),  # 0: no budget
     "SCHEDSTREAM_SESSION_TIMEOUT": (float, False),
     "SCHEDSTREAM_SNAPSHOT_EVERY": (int, True),  # 0: never
 }
@@ -40,6 +41,9 @@ class Settings:
     schedule_period: float = 1.0
     batch_size: int = 500
     batch_within: float = 0.01  # a batch waits at most this long to fill: the latency floor (docs/performance.md)
+    # A batch ends once its events took this long to process: the decisions of its first events
+    # wait for its commit, so this bounds their latency under load (docs/performance.md).
+    batch_budget: float = 0.05
     session_timeout: float = 10.0
     snapshot_every: int = 10_000
     data_dir: Path = Path(".schedstream")
@@ -68,6 +72,7 @@ class Settings:
             schedule_period=float(e.get("SCHEDSTREAM_SCHEDULE_PERIOD", d.schedule_period)),
             batch_size=int(e.get("SCHEDSTREAM_BATCH_SIZE", d.batch_size)),
             batch_within=float(e.get("SCHEDSTREAM_BATCH_WITHIN", d.batch_within)),
+            batch_budget=float(e.get("SCHEDSTREAM_BATCH_BUDGET", d.batch_budget)),
             session_timeout=float(e.get("SCHEDSTREAM_SESSION_TIMEOUT", d.session_timeout)),
             snapshot_every=int(e.get("SCHEDSTREAM_SNAPSHOT_EVERY", d.snapshot_every)),
             data_dir=Path(e.get("SCHEDSTREAM_DATA_DIR", str(d.data_dir))),

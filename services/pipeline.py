@@ -87,6 +87,7 @@ class BatchResult:
     rejects: list[Reject] = field(default_factory=list)
     events: int = 0
     skipped: int = 0
+    taken: int = 0  # records of the batch processed (with those skipped); the rest are the next batch's
 
 
 def encode_decision(decision: Decision) -> bytes:
@@ -209,11 +210,16 @@ class Pipeline:
             raise RuntimeError(f"cluster {cluster!r}: {next_seq} events recorded, {stored} stored")
         return folded
 
-    def process(self, records: Sequence[Record]) -> BatchResult:
+    def process(self, records: Sequence[Record], budget: float = 0.0) -> BatchResult:
+        """Process the records in one transaction. With a ``budget`` (seconds), the batch ends after
+        the record that used it up (``result.taken`` says how many it took); the order of the
+        records, not where batches end, decides everything else."""
         result = BatchResult()
         batch = Batch()
         progress = dict(self.progress)
+        started = time.perf_counter()
         for record in records:
+            result.taken += 1
             tp = (record.topic or "", record.partition or 0)
             if record.offset is not None:
                 if record.offset <= progress.get(tp, -1):
@@ -222,6 +228,8 @@ class Pipeline:
                 progress[tp] = record.offset
                 batch.progress[(self.consumer, *tp)] = record.offset
             self._process_one(record, batch, result)
+            if budget and time.perf_counter() - started >= budget:
+                break
         self._snapshot_due(batch)
         self.store.write_batch(batch)
         self.progress = progress

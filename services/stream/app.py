@@ -16,7 +16,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import faust
@@ -122,12 +122,14 @@ class StreamService:
     def on_revoked(self) -> None:
         self.observer.assigned(False)  # ready again once the new assignment is restored
 
-    async def handle(self, records: Sequence[Record], lag: int | None) -> None:
+    async def handle(self, records: Sequence[Record], budget: float, lag: Callable[[Record], int | None]) -> int:
+        """Process a batch, as much of it as ``budget`` (seconds, 0: all) allows; how many records it took."""
+        started = time.perf_counter()
+        result = self.pipeline.process(records, budget)
+        records = records[: result.taken]
         if not all(r.timer_marker for r in records):
             self.last_activity = time.monotonic()  # our own markers are not input
-        started = time.perf_counter()
-        result = self.pipeline.process(records)
-        self._observe(records[-1], result, time.perf_counter() - started, lag)
+        self._observe(records[-1], result, time.perf_counter() - started, lag(records[-1]))
         for reject in result.rejects:
             logger.warning("rejected", position=reject.position, reason=reject.reason)
         for decision in result.decisions:
@@ -149,6 +151,7 @@ class StreamService:
             decisions=len(result.decisions),
         )
         await self.flush_outbox()
+        return result.taken
 
     def _observe(self, last: Record, result: BatchResult, seconds: float, lag: int | None) -> None:
         rejects = [reject.reason for reject in result.rejects]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
@@ -33,6 +33,7 @@ from services.stream.topics import MESSAGE_LIMIT
 logger = log.get("schedstream.worker")
 COMMIT_EVERY = 1.0  # seconds between commits of the group's offsets (the store holds the truth)
 IDLE_POLL_MS = 1000  # getmany returns as soon as a message is fetched; this only bounds the wait
+CATCH_UP_BATCHES = 10  # more than this many full batches behind: no batch budget
 RETRY_START = 2.0  # seconds between attempts to reach the broker at start-up
 
 
@@ -43,7 +44,7 @@ class Handler(Protocol):
 
     def on_revoked(self) -> None: ...
 
-    async def handle(self, records: Sequence[Record], lag: int | None) -> None: ...
+    async def handle(self, records: Sequence[Record], budget: float, lag: Callable[[Record], int | None]) -> int: ...
 
 
 def _header(headers: Iterable[tuple[str, bytes]], name: str) -> bytes | None:
@@ -78,6 +79,7 @@ class EventsConsumer(ConsumerRebalanceListener):
         self.lock = asyncio.Lock()  # a batch, a rebalance and a commit never overlap
         self.owned: set[int] = set()
         self.uncommitted: dict[TopicPartition, int] = {}
+        self.pending: list[ConsumerRecord[bytes, bytes]] = []  # fetched, left past a batch's budget
         self.last_commit = time.monotonic()
 
     @property
@@ -140,7 +142,8 @@ class EventsConsumer(ConsumerRebalanceListener):
                     # A partition revoked since the fetch is another worker's now.
                     messages = [m for m in batch if m.partition in self.owned]
                     if messages:
-                        await self._handle([record(m) for m in messages], messages[-1])
+                        taken = await self._handle([record(m) for m in messages])
+                        self.pending = messages[taken:]  # past the batch budget: the next batch's
         except Exception:
             logger.exception("the events consumer failed, stopping the worker")
             os._exit(70)
@@ -161,36 +164,47 @@ class EventsConsumer(ConsumerRebalanceListener):
             self.consumer.subscribe([self.topic], listener=self)
             return
 
-    async def _handle(self, records: list[Record], last: ConsumerRecord[Any, Any]) -> None:
+    async def _handle(self, records: list[Record]) -> int:
         try:
-            await self.handler.handle(records, self._lag(last))
+            taken = await self.handler.handle(records, self._budget(records[0]), self._lag)
         except Exception:
             # Going on would commit offsets past a batch the store does not hold; die as a
             # SIGKILL would, so the restart resumes from the store (and retries the batch).
             logger.exception("batch failed, stopping the worker", size=len(records))
             os._exit(70)
-        for r in records:
+        for r in records[:taken]:
             self.uncommitted[TopicPartition(self.topic, r.partition or 0)] = (r.offset or 0) + 1
         if time.monotonic() - self.last_commit >= COMMIT_EVERY:
             await self._commit()
+        return taken
 
     async def _fetch(self) -> list[ConsumerRecord[bytes, bytes]]:
-        """Up to a batch of messages: whatever is fetched (waiting for the first), topped up for at
-        most ``SCHEDSTREAM_BATCH_WITHIN`` seconds when short; in order within each partition."""
-        size = self.settings.batch_size
-        got = await self.consumer.getmany(timeout_ms=IDLE_POLL_MS, max_records=size)
-        count = sum(len(messages) for messages in got.values())
-        if 0 < count < size and self.settings.batch_within > 0:
-            more = await self.consumer.getmany(
-                timeout_ms=int(self.settings.batch_within * 1000), max_records=size - count
-            )
-            for tp, messages in more.items():
-                got.setdefault(tp, []).extend(messages)
+        """Up to a batch of messages: what the last batch left past its budget, then whatever is
+        fetched (waiting for the first when nothing is left), topped up for at most
+        ``SCHEDSTREAM_BATCH_WITHIN`` seconds when short; in order within each partition."""
+        size, within = self.settings.batch_size, self.settings.batch_within
+        batch, self.pending = self.pending, []
+        if len(batch) < size:
+            batch += await self._get(0 if batch else IDLE_POLL_MS, size - len(batch))
+        if 0 < len(batch) < size and within > 0:
+            batch += await self._get(int(within * 1000), size - len(batch))
+        return batch
+
+    async def _get(self, timeout_ms: int, most: int) -> list[ConsumerRecord[bytes, bytes]]:
+        got = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=most)
         return [m for tp in sorted(got) for m in got[tp]]
 
-    def _lag(self, last: ConsumerRecord[Any, Any]) -> int | None:
-        highwater = self.consumer.highwater(TopicPartition(last.topic, last.partition))
-        return None if highwater is None else max(0, highwater - last.offset - 1)
+    def _budget(self, first: Record) -> float:
+        """The batch's budget, or none when catching up: far behind, the newest events' decisions
+        are late anyway, and the fewest, fullest batches bring them soonest."""
+        behind = self._lag(first)
+        if behind is not None and behind > CATCH_UP_BATCHES * self.settings.batch_size:
+            return 0.0
+        return self.settings.batch_budget
+
+    def _lag(self, last: Record) -> int | None:
+        highwater = self.consumer.highwater(TopicPartition(self.topic, last.partition or 0))
+        return None if highwater is None or last.offset is None else max(0, highwater - last.offset - 1)
 
     async def _commit(self) -> None:
         """Commit the group's offsets up to what the store holds; a failure (a rebalance, the broker

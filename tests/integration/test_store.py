@@ -92,6 +92,20 @@ def test_redelivered_messages_are_skipped_and_nothing_is_duplicated(store: Store
     assert store.progress("g") == {("t", 0): len(lines) - 1}
 
 
+def test_a_batch_budget_ends_batches_early_and_the_decisions_are_those_of_replay(store: Store, tmp_path: Path) -> None:
+    records, expected = stream_and_its_replay(tmp_path)
+    pipeline = Pipeline(SchedulerConfig(), store, consumer="g", clocks={"c1": CLOCK_STREAM})
+    taken = []
+    rest = records
+    while rest:
+        result = pipeline.process(rest, budget=1e-9)  # used up by the first record of each batch
+        taken.append(result.taken)
+        rest = rest[result.taken :]
+    assert taken == [1] * len(records)
+    assert store.progress("g") == {("t", 0): len(records) - 1}
+    assert "\n".join(store.decisions()) + "\n" == expected
+
+
 def test_a_restarted_pipeline_restores_its_state_and_continues_exactly(store: Store, tmp_path: Path) -> None:
     records, expected = stream_and_its_replay(tmp_path)
 

@@ -12,6 +12,7 @@ BAD = [
     ({"SCHEDSTREAM_BATCH_SIZE": "1.5"}, "SCHEDSTREAM_BATCH_SIZE='1.5' is not an integer"),
     ({"SCHEDSTREAM_SCHEDULE_PERIOD": "nan"}, "SCHEDSTREAM_SCHEDULE_PERIOD='nan': must be a number 0 or more"),
     ({"SCHEDSTREAM_BATCH_WITHIN": "-1"}, "SCHEDSTREAM_BATCH_WITHIN='-1': must be a number 0 or more"),
+    ({"SCHEDSTREAM_BATCH_BUDGET": "soon"}, "SCHEDSTREAM_BATCH_BUDGET='soon' is not a number"),
     ({"SCHEDSTREAM_LOG_LEVEL": "loud"}, "SCHEDSTREAM_LOG_LEVEL='loud' is not one of debug, info, warning"),
 ]
 
@@ -24,6 +25,16 @@ def test_a_malformed_setting_is_named(env: dict[str, str], want: str) -> None:
 
 
 def test_well_formed_settings_are_read() -> None:
-    env = {"SCHEDSTREAM_PARTITIONS": "8", "SCHEDSTREAM_SNAPSHOT_EVERY": "0", "SCHEDSTREAM_LOG_LEVEL": "DEBUG"}
+    env = {
+        "SCHEDSTREAM_PARTITIONS": "8",
+        "SCHEDSTREAM_SNAPSHOT_EVERY": "0",
+        "SCHEDSTREAM_LOG_LEVEL": "DEBUG",
+        "SCHEDSTREAM_BATCH_BUDGET": "0",
+    }
     settings = Settings.from_env(env)
-    assert (settings.partitions, settings.snapshot_every, settings.log_level) == (8, 0, "DEBUG")
+    assert (settings.partitions, settings.snapshot_every, settings.log_level, settings.batch_budget) == (
+        8,
+        0,
+        "DEBUG",
+        0,
+    )
