@@ -200,9 +200,10 @@ def queue_statuses(state: ClusterState, session: Session, seq: int) -> list[Deci
         machine = state.status_of(obj)
         if machine is None:
             continue
-        observed = (obj.status.state or "Open", _allocated_view(dict(obj.status.allocated)))
         view = _queue_view(session, queue)
-        if view == (machine.queue_reported or observed):
+        # What we last wrote, or else what the queue's status says (read only then: it is dearer).
+        reported = machine.queue_reported or (obj.status.state or "Open", _allocated_view(dict(obj.status.allocated)))
+        if view == reported:
             continue
         decision = QueueStatus.make(
             state.name, seq, ObjectRef.of(obj), "AllocatedChanged", state=view[0], allocated=dict(view[1])
