@@ -1,12 +1,13 @@
 """Faust's own loop as a baseline: the worker's Faust app with nothing in between.
 
 Run as its own process (``python -m bench.faust_passthrough BOOTSTRAP SOURCE SINK COUNT OUT``): an
-agent on SOURCE, configured as ``schedstream worker`` configures its own (raw values, at-least-once,
-``take_events`` with the worker's batch size and wait), sends each message's value to SINK and awaits
-its delivery, as the worker's outbox does. After COUNT messages it writes to OUT the CPU seconds
-the process spent from the first message on (every thread: Faust consumes in one of its own), and
-exits. What the worker costs beyond this is ours; what this costs beyond the bare aiokafka loop
-(``bench.passthrough``) is Faust's per-event stream, which no batch size takes away.
+agent on SOURCE, configured as ``schedstream worker`` configured its own until it read the topic
+with aiokafka itself (raw values, at-least-once, ``take_events`` with the worker's batch size and
+wait), sends each message's value to SINK and awaits its delivery, as the worker's outbox does.
+After COUNT messages it writes to OUT the CPU seconds the process spent from the first message on
+(every thread: Faust consumes in one of its own), and exits. What this costs beyond the bare
+aiokafka loop (``bench.passthrough``) is Faust's per-event stream, which no batch size takes away,
+and which the worker no longer pays (``services/stream/consume.py``).
 """
 
 from __future__ import annotations

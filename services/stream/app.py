@@ -66,7 +66,6 @@ class StreamService:
         )
         self.outbox_lock = asyncio.Lock()
         self.last_activity = time.monotonic()
-        self.owned: set[int] = set()  # partitions of the events topic assigned to this worker
         self.ready = asyncio.Event()  # set once the current assignment's state is restored
         self.own_markers: set[tuple[int, int]] = set()  # (partition, offset) of our timer's markers
         self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()))
@@ -80,27 +79,26 @@ class StreamService:
         older backup, or a new store under an old group: that would skip events silently), and
         give the offset each partition resumes at, right after what the store holds."""
         self.observer.assigned(False)
-        self.owned = set(partitions)
         started = time.monotonic()
         # Off the event loop: a long restore must not starve the heartbeats (the group would
         # throw this member out and restore again), nor look like idleness; the timer waits for
         # ``ready``.
         self.ready.clear()
         try:
-            folded = await asyncio.to_thread(self.pipeline.restore_unless_held, self.owned)
+            folded = await asyncio.to_thread(self.pipeline.restore_unless_held, set(partitions))
         except Exception:
             # E.g. the partition's previous owner still wrote while we read: die as a batch
             # failure does (never hang with ``ready`` unset), and the restart restores again.
-            logger.exception("restore failed, stopping the worker", partitions=sorted(self.owned))
+            logger.exception("restore failed, stopping the worker", partitions=sorted(partitions))
             os._exit(70)
         logger.info(
             "partitions assigned, state restored" if folded is not None else "partitions assigned, state kept",
-            partitions=sorted(self.owned),
+            partitions=sorted(partitions),
             events=folded or 0,
             seconds=round(time.monotonic() - started, 3),
         )
         resume = {}
-        for partition in sorted(self.owned):
+        for partition in sorted(partitions):
             done = self.pipeline.progress.get((self.settings.events_topic, partition), -1)
             offset = committed.get(partition)
             if offset is not None and offset > done + 1:
@@ -120,7 +118,10 @@ class StreamService:
         return resume
 
     def on_revoked(self) -> None:
-        self.observer.assigned(False)  # ready again once the new assignment is restored
+        # Ready again once the new assignment is restored: until then the timer writes no marker
+        # and the worker is not idle.
+        self.ready.clear()
+        self.observer.assigned(False)
 
     async def handle(self, records: Sequence[Record], budget: float, lag: Callable[[Record], int | None]) -> int:
         """Process a batch, as much of it as ``budget`` (seconds, 0: all) allows; how many records it took."""
@@ -209,7 +210,7 @@ class StreamService:
         now = timestamp(datetime.now(UTC))
         for cluster, state in sorted(self.pipeline.engine.clusters.items()):
             partition = self.pipeline.partitions.get(cluster)
-            if partition not in self.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:
+            if partition not in self.consumer.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:
                 continue
             if not state.wants_cycle():
                 continue
@@ -230,7 +231,7 @@ class StreamService:
         if not self.ready.is_set():
             return False
         topic = self.settings.events_topic
-        partitions = sorted(self.owned)
+        partitions = sorted(self.consumer.owned)
         if not partitions:
             return True
         try:

@@ -77,7 +77,7 @@ class EventsConsumer(ConsumerRebalanceListener):
         self.topic = settings.events_topic
         self._consumer: AIOKafkaConsumer | None = None  # made in ``run``, on the app's running loop
         self.lock = asyncio.Lock()  # a batch, a rebalance and a commit never overlap
-        self.owned: set[int] = set()
+        self.owned: set[int] = set()  # partitions of the events topic assigned and restored
         self.uncommitted: dict[TopicPartition, int] = {}
         self.pending: list[ConsumerRecord[bytes, bytes]] = []  # fetched, left past a batch's budget
         self.last_commit = time.monotonic()
