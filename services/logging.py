@@ -42,15 +42,12 @@ def configure(level: str = "info", fmt: str = "auto") -> None:
         if use_console
         else structlog.processors.JSONRenderer()
     )
+    render = [*([] if use_console else [structlog.processors.format_exc_info]), renderer]
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                *([] if use_console else [structlog.processors.format_exc_info]),
-                renderer,
-            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *render],
         )
     )
     numeric = logging.getLevelNamesMapping()[level.upper()]
@@ -62,14 +59,7 @@ def configure(level: str = "info", fmt: str = "auto") -> None:
     # Our own lines skip the standard library (a LogRecord, its handler and formatter cost about as
     # much again as the line: the worker logs every decision) and are written whole, one at a time.
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.stdlib.add_logger_name,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            *([] if use_console else [structlog.processors.format_exc_info]),
-            renderer,
-        ],
+        processors=[*shared, *render],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=functools.partial(_Writer, sys.stderr),  # standard error as it is now
         cache_logger_on_first_use=True,
