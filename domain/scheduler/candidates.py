@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from domain.objects.core import Node
 from domain.reasons import FitSummary
 from domain.scheduler import node_columns
 from domain.scheduler.infos import TaskInfo
@@ -33,7 +34,9 @@ from domain.scheduler.node_table import NodeInfo
 ASKED_OVER_COLUMNS = 8
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
 DRAFTS = 64  # first scans kept, the latest, for a shape asked again to start its ranking from
+ANSWERS_PER_NODE = 4  # a shape's kept answers (see ``Candidates._answer``): at most this many per node, and 1,024
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
+Answer = tuple[list[str], float]  # the predicate's failures, and the score when there are none
 Predicate = Callable[[TaskInfo, NodeInfo], list[str]]
 Score = Callable[[TaskInfo, NodeInfo], float]
 
@@ -47,6 +50,7 @@ class Ranking:
     counts: Counter[str] = field(default_factory=Counter)  # those reasons counted, kept with them
     dirty: set[str] = field(default_factory=set)  # nodes changed since they were last evaluated here
     feasible: set[str] = field(default_factory=set)  # the nodes the task fits on, as last evaluated
+    answers: dict[tuple[object, ...], Answer] | None = None  # the shape's, shared (``Candidates._answer``)
 
 
 @dataclass(slots=True)
@@ -74,6 +78,9 @@ class Candidates:
     _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
     columns: node_columns.Columns | None = None  # the predicate and score over node columns (``holds`` only)
     _columns: dict[str, node_columns.NodeColumns] = field(default_factory=dict)  # node set -> its columns
+    _answers: dict[tuple[object, ...], dict[tuple[object, ...], Answer]] = field(default_factory=dict)
+    _alike: dict[str, tuple[Node, object, tuple[object, ...], tuple[object, ...]]] = field(default_factory=dict)
+    _alike_made: int = 0  # how many ``_alike`` entries were made: a node's next object is told from its last
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -92,8 +99,38 @@ class Candidates:
         """The nodes changed after ``tick`` (with repeats), or None when that is no longer known."""
         return None if tick < self._logged_from else self._log[tick - self._logged_from :]
 
+    def _alike_as(self, node: NodeInfo, plain: bool) -> tuple[object, ...]:
+        """What node-local predicates and scores read of ``node`` beside its free room: for a
+        plain task its kind (``node_columns.kind_of``) and allocatable, else the node itself
+        (its name, and its object as it is now)."""
+        kept = self._alike.get(node.name)
+        if kept is None or kept[0] is not node.node or kept[1] is not node.allocatable:
+            kind = (node_columns.kind_of(node), tuple(sorted(node.allocatable.items())))
+            self._alike_made += 1
+            kept = self._alike[node.name] = (node.node, node.allocatable, kind, (node.name, self._alike_made, kind))
+        return kept[2] if plain else kept[3]
+
+    def _answer(self, ranking: Ranking, node: NodeInfo) -> Answer:
+        """The predicate's failures for ``ranking``'s shape on ``node`` and the score when it fits.
+        With node-local predicates and scores, two nodes alike (``_alike_as``) with the same free
+        room get the same answers, so a shape keeps them by that (across its rankings: the whole
+        cluster's and each network domain's) and a node back in a state seen before is not
+        evaluated again."""
+        answers = ranking.answers
+        if answers is None:
+            failures = self.predicate(ranking.task, node)
+            return failures, 0.0 if failures else self.score(ranking.task, node)
+        state = (self._alike_as(node, node_columns.plain(ranking.task)), tuple(node.idle.items()))
+        found = answers.get(state)
+        if found is None:
+            if len(answers) >= ANSWERS_PER_NODE * len(ranking.nodes) + 1024:
+                answers.clear()
+            failures = self.predicate(ranking.task, node)
+            found = answers[state] = (failures, 0.0 if failures else self.score(ranking.task, node))
+        return found
+
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
-        failures = self.predicate(ranking.task, node)
+        failures, score = self._answer(ranking, node)
         before = ranking.reasons.get(node.name)
         if failures:
             ranking.feasible.discard(node.name)
@@ -107,8 +144,7 @@ class Candidates:
         if before:
             del ranking.reasons[node.name]
             ranking.counts.subtract(before)
-        entry = (-self.score(ranking.task, node), node.name, self.versions.get(node.name, 0))
-        heapq.heappush(ranking.heap, entry)
+        heapq.heappush(ranking.heap, (-score, node.name, self.versions.get(node.name, 0)))
 
     def _refresh(self, ranking: Ranking) -> None:
         for name in ranking.dirty:
@@ -125,6 +161,8 @@ class Candidates:
         ranking = self._rankings.get(key)
         if ranking is None:
             ranking = self._rankings[key] = Ranking(task, {n.name: n for n in nodes})
+            if self.holds is not None:  # node-local predicates and scores: the task's shape and the node
+                ranking.answers = self._answers.setdefault(task.shape(), {})
             for node in nodes:
                 self._holding.setdefault(node.name, []).append(ranking)
             if not self._from_draft(ranking, self._drafts.pop(key, None), nodes):

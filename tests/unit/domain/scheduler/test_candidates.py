@@ -177,3 +177,50 @@ def _ask(
             best, _ = candidates.best(("shape", cpu, memory, where), task, nodes, where)
             feasible = [(-session.node_score(task, n), n.name, n) for n in nodes if not session.predicate(task, n)]
             assert best is (min(feasible, key=lambda e: e[:2])[2] if feasible else None)
+
+
+def _local_candidates(every: list[NodeInfo]) -> tuple[Candidates, Session]:
+    session = Session(Snapshot({n.name: n for n in every}, {}, {}, [], [], {}), SchedulerConfig())
+    for plugin in (predicates, nodeorder, binpack):
+        plugin.build({}).on_open(session)
+    holds = {n.name: n for n in every}
+    return Candidates(session.predicate, session.node_score, columns=session.columns(), holds=holds), session
+
+
+def _asked_often(candidates: Candidates, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
+    """The answer of ``task``'s shape's ranking (asked past the questions over node columns)."""
+    best = None
+    for _ in range(candidates_module.ASKED_OVER_COLUMNS + 1):
+        best, _ = candidates.best((task.shape(), ""), task, nodes)
+    return best
+
+
+def test_alike_nodes_share_answers_only_while_alike() -> None:
+    """Node-local answers are kept by what a node is and its free room: a node whose object
+    changes (made unschedulable) is evaluated again, not answered as its old twin; and nodes that
+    differ only in labels are told apart for a task with a node selector."""
+    zone_a = cast(Node, b.typed(b.node("a", cpu="8", memory="8", labels={"zone": "a"})))
+    zone_b = cast(Node, b.typed(b.node("b", cpu="8", memory="8", labels={"zone": "b"})))
+    every = [NodeInfo(name, obj, {"cpu": 8, "memory": 8}, {"cpu": 8, "memory": 8}, {})
+             for name, obj in (("n0", zone_a), ("n1", zone_b))]  # fmt: skip
+    candidates, session = _local_candidates(every)
+    assert candidates.holds is not None
+    plain = TaskInfo(ObjectKey("c1/p"), cast(Pod, b.typed(b.pod("p", cpu=None, memory=None))), ObjectKey("c1/g"),
+                     {"cpu": 2, "memory": 2}, TaskStatus.PENDING)  # fmt: skip
+    assert _asked_often(candidates, plain, every) is every[0]  # a tie: to the name
+    off = NodeInfo("n0", cast(Node, b.typed(b.node("a", unschedulable=True))), {"cpu": 8, "memory": 8},
+                   {"cpu": 8, "memory": 8}, {})  # fmt: skip
+    every[0] = candidates.holds["n0"] = off  # as the next snapshot builds it, handed over by ``carry``
+    candidates = candidates_module.carry(
+        candidates, session.predicate, session.node_score, candidates.holds, {"n0"}, columns=session.columns()
+    )
+    assert candidates.best((plain.shape(), ""), plain, every)[0] is every[1]
+    picky_pod = cast(Pod, b.typed(b.pod("q", cpu=None, memory=None, node_selector={"zone": "b"})))
+    picky = TaskInfo(ObjectKey("c1/q"), picky_pod, ObjectKey("c1/g"), {"cpu": 2, "memory": 2}, TaskStatus.PENDING)
+    alike = [NodeInfo(name, obj, {"cpu": 8, "memory": 8}, {"cpu": 8, "memory": 8}, {})
+             for name, obj in (("n0", zone_a), ("n1", zone_b))]  # fmt: skip
+    candidates, _ = _local_candidates(alike)
+    assert _asked_often(candidates, picky, alike) is alike[1]
+    alike[1].idle.update(cpu=0)
+    candidates.changed(alike[1])
+    assert candidates.best((picky.shape(), ""), picky, alike)[0] is None
