@@ -78,6 +78,7 @@ class Candidates:
     _drafts: dict[tuple[object, ...], Draft] = field(default_factory=dict)  # the latest first scans
     columns: node_columns.Columns | None = None  # the predicate and score over node columns (``holds`` only)
     _columns: dict[str, node_columns.NodeColumns] = field(default_factory=dict)  # node set -> its columns
+    _columns_of: dict[str, list[node_columns.NodeColumns]] = field(default_factory=dict)  # node -> those holding it
     _answers: dict[tuple[object, ...], dict[tuple[object, ...], Answer]] = field(default_factory=dict)
     _alike: dict[str, tuple[Node, object, tuple[object, ...], tuple[object, ...]]] = field(default_factory=dict)
     _alike_made: int = 0  # how many ``_alike`` entries were made: a node's next object is told from its last
@@ -92,7 +93,7 @@ class Candidates:
             self._logged_from += LOG_LIMIT // 2
         for ranking in self._holding.get(node.name, ()):
             ranking.dirty.add(node.name)
-        for columns in self._columns.values():
+        for columns in self._columns_of.get(node.name, ()):
             columns.changed(node)
 
     def changed_since(self, tick: int) -> list[str] | None:
@@ -232,6 +233,8 @@ class Candidates:
         columns = self._columns.get(where)
         if columns is None:
             columns = self._columns[where] = node_columns.NodeColumns.of_nodes(nodes)
+            for name in columns.names:
+                self._columns_of.setdefault(name, []).append(columns)
         return self.columns.best(task, columns)
 
     def _scan(
