@@ -328,8 +328,9 @@ def replay_rate(lines: list[bytes]) -> tuple[float, float, list[float]]:
 
 def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
     """Rows per second of the worker's batch transactions (events, decisions, outbox, statuses,
-    progress) on PostgreSQL, and of COPY of the same rows, batch by batch, into tables of the
-    same shape (keys, indexes, logged)."""
+    progress) on PostgreSQL, and of COPY of the same rows into tables of the same shape (keys,
+    indexes, logged). Each batch is written both ways back to back, in turn first, so that what
+    else the server and the machine do weighs on both alike."""
     store = Store(db_url)
     store.upgrade()
     records = [Record(value=line, position=str(i)) for i, line in enumerate(lines)]
@@ -341,11 +342,6 @@ def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
         pipeline.process(records[start : start + 500])
     store.write_batch = original  # type: ignore[method-assign]
     rows = sum(len(b.events) + len(b.decisions) + len(b.outbox) + len(b.statuses) for b in batches)
-    started = time.perf_counter()
-    for batch in batches:
-        store.write_batch(batch)
-    written = time.perf_counter() - started
-    store.close()
     tables = ("events", "decisions", "outbox", "object_status")
     with psycopg.connect(db_url.replace("postgresql+psycopg://", "postgresql://")) as conn:
         # Tables of the same shape as the store's: logged (a TEMP table skips the WAL), with the
@@ -356,8 +352,9 @@ def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
             conn.execute(f"DROP TABLE IF EXISTS copy_{table}")
             conn.execute(f"CREATE TABLE copy_{table} (LIKE {table} {like})")
         conn.commit()
-        started = time.perf_counter()
-        for batch in batches:
+
+        def copy(batch: Any) -> float:
+            started = time.perf_counter()
             with conn.transaction(), conn.cursor() as cursor:
                 parts = (batch.events, batch.decisions, batch.outbox, list(batch.statuses.values()))
                 for table, batch_rows in zip(tables, parts, strict=True):
@@ -365,10 +362,25 @@ def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
                         continue
                     keys = list(batch_rows[0])
                     names = ", ".join(f'"{k}"' for k in keys)
-                    with cursor.copy(f"COPY copy_{table} ({names}) FROM STDIN") as copy:
+                    with cursor.copy(f"COPY copy_{table} ({names}) FROM STDIN") as copying:
                         for one in batch_rows:
-                            copy.write_row([one[k] for k in keys])
-        copied = time.perf_counter() - started
+                            copying.write_row([one[k] for k in keys])
+            return time.perf_counter() - started
+
+        def write(batch: Any) -> float:
+            started = time.perf_counter()
+            store.write_batch(batch)
+            return time.perf_counter() - started
+
+        written = copied = 0.0
+        for n, batch in enumerate(batches):
+            if n % 2:
+                copied += copy(batch)
+                written += write(batch)
+            else:
+                written += write(batch)
+                copied += copy(batch)
+        store.close()
         for table in tables:
             conn.execute(f"DROP TABLE copy_{table}")
         # Leave the database empty: the worker rows run on it next, and must find no events there.
