@@ -34,7 +34,7 @@ from domain.scheduler.node_table import NodeInfo
 ASKED_OVER_COLUMNS = 8
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
 DRAFTS = 64  # first scans kept, the latest, for a shape asked again to start its ranking from
-ANSWERS_PER_NODE = 4  # a shape's kept answers (see ``Candidates._answer``): at most this many per node, and 1,024
+ANSWERS_PER_NODE = 2  # a plain shape's kept answers (``Candidates._answer``): at most this many per node, and 1,024
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
 Answer = tuple[list[str], float]  # the predicate's failures, and the score when there are none
 Predicate = Callable[[TaskInfo, NodeInfo], list[str]]
@@ -80,8 +80,7 @@ class Candidates:
     _columns: dict[str, node_columns.NodeColumns] = field(default_factory=dict)  # node set -> its columns
     _columns_of: dict[str, list[node_columns.NodeColumns]] = field(default_factory=dict)  # node -> those holding it
     _answers: dict[tuple[object, ...], dict[tuple[object, ...], Answer]] = field(default_factory=dict)
-    _alike: dict[str, tuple[Node, object, tuple[object, ...], tuple[object, ...]]] = field(default_factory=dict)
-    _alike_made: int = 0  # how many ``_alike`` entries were made: a node's next object is told from its last
+    _alike: dict[str, tuple[Node, object, tuple[object, ...]]] = field(default_factory=dict)  # ``_alike_as``
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -100,31 +99,30 @@ class Candidates:
         """The nodes changed after ``tick`` (with repeats), or None when that is no longer known."""
         return None if tick < self._logged_from else self._log[tick - self._logged_from :]
 
-    def _alike_as(self, node: NodeInfo, plain: bool) -> tuple[object, ...]:
-        """What node-local predicates and scores read of ``node`` beside its free room: for a
-        plain task its kind (``node_columns.kind_of``) and allocatable, else the node itself
-        (its name, and its object as it is now)."""
+    def _alike_as(self, node: NodeInfo) -> tuple[object, ...]:
+        """What node-local predicates and scores read of ``node`` for a plain task, beside its
+        free room: its kind (``node_columns.kind_of``) and its allocatable."""
         kept = self._alike.get(node.name)
         if kept is None or kept[0] is not node.node or kept[1] is not node.allocatable:
             kind = (node_columns.kind_of(node), tuple(sorted(node.allocatable.items())))
-            self._alike_made += 1
-            kept = self._alike[node.name] = (node.node, node.allocatable, kind, (node.name, self._alike_made, kind))
-        return kept[2] if plain else kept[3]
+            kept = self._alike[node.name] = (node.node, node.allocatable, kind)
+        return kept[2]
 
     def _answer(self, ranking: Ranking, node: NodeInfo) -> Answer:
         """The predicate's failures for ``ranking``'s shape on ``node`` and the score when it fits.
         With node-local predicates and scores, two nodes alike (``_alike_as``) with the same free
-        room get the same answers, so a shape keeps them by that (across its rankings: the whole
-        cluster's and each network domain's) and a node back in a state seen before is not
-        evaluated again."""
+        room give a plain task the same answers, so a plain shape keeps them by that (across its
+        rankings: the whole cluster's and each network domain's), and a node in a state seen
+        before is not evaluated again. A task with a node selector or affinity reads the node's
+        labels: it is evaluated on each node."""
         answers = ranking.answers
         if answers is None:
             failures = self.predicate(ranking.task, node)
             return failures, 0.0 if failures else self.score(ranking.task, node)
-        state = (self._alike_as(node, node_columns.plain(ranking.task)), tuple(node.idle.items()))
+        state = (self._alike_as(node), tuple(node.idle.items()))
         found = answers.get(state)
         if found is None:
-            if len(answers) >= ANSWERS_PER_NODE * len(ranking.nodes) + 1024:
+            if len(answers) >= ANSWERS_PER_NODE * len(self.holds or ranking.nodes) + 1024:
                 answers.clear()
             failures = self.predicate(ranking.task, node)
             found = answers[state] = (failures, 0.0 if failures else self.score(ranking.task, node))
@@ -162,7 +160,7 @@ class Candidates:
         ranking = self._rankings.get(key)
         if ranking is None:
             ranking = self._rankings[key] = Ranking(task, {n.name: n for n in nodes})
-            if self.holds is not None:  # node-local predicates and scores: the task's shape and the node
+            if self.holds is not None and node_columns.plain(task):  # node-local, and no node label read
                 ranking.answers = self._answers.setdefault(task.shape(), {})
             for node in nodes:
                 self._holding.setdefault(node.name, []).append(ranking)

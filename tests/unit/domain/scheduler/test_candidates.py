@@ -198,7 +198,7 @@ def _asked_often(candidates: Candidates, task: TaskInfo, nodes: list[NodeInfo]) 
 def test_alike_nodes_share_answers_only_while_alike() -> None:
     """Node-local answers are kept by what a node is and its free room: a node whose object
     changes (made unschedulable) is evaluated again, not answered as its old twin; and nodes that
-    differ only in labels are told apart for a task with a node selector."""
+    differ only in labels are told apart for a task with a node selector (it reads the labels)."""
     zone_a = cast(Node, b.typed(b.node("a", cpu="8", memory="8", labels={"zone": "a"})))
     zone_b = cast(Node, b.typed(b.node("b", cpu="8", memory="8", labels={"zone": "b"})))
     every = [NodeInfo(name, obj, {"cpu": 8, "memory": 8}, {"cpu": 8, "memory": 8}, {})
