@@ -8,7 +8,7 @@ Rows (per CPU-second where a figure is a rate, so they hold on a busy machine):
   passthrough's own send -> receive latency of the same marker lines at the same rate;
 - `replay` (the Pipeline into an in-memory store) events per CPU-second, against `json.loads`;
 - PostgreSQL: the worker's batch transaction (Store.write_batch) rows per second, against COPY of
-  the same rows into a table of the same shape;
+  the same rows into a table of the same shape, each batch both ways back to back;
 - one scheduling cycle over 5,000 nodes and 20,000 pending pods (bench/cycle.py), two pod shapes
   and one shape per pod, against the naive all-pairs first fit;
 - Kueue admission, ms of CPU per admission (bench/kueue.py at full scale).
