@@ -50,7 +50,7 @@ class Ranking:
     counts: Counter[str] = field(default_factory=Counter)  # those reasons counted, kept with them
     dirty: set[str] = field(default_factory=set)  # nodes changed since they were last evaluated here
     feasible: set[str] = field(default_factory=set)  # the nodes the task fits on, as last evaluated
-    answers: dict[tuple[object, ...], Answer] | None = None  # the shape's, shared (``Candidates._answer``)
+    answers: dict[tuple[int, tuple[object, ...]], Answer] | None = None  # the shape's, shared (``Candidates._answer``)
 
 
 @dataclass(slots=True)
@@ -79,8 +79,9 @@ class Candidates:
     columns: node_columns.Columns | None = None  # the predicate and score over node columns (``holds`` only)
     _columns: dict[str, node_columns.NodeColumns] = field(default_factory=dict)  # node set -> its columns
     _columns_of: dict[str, list[node_columns.NodeColumns]] = field(default_factory=dict)  # node -> those holding it
-    _answers: dict[tuple[object, ...], dict[tuple[object, ...], Answer]] = field(default_factory=dict)
-    _alike: dict[str, tuple[Node, object, tuple[object, ...]]] = field(default_factory=dict)  # ``_alike_as``
+    _answers: dict[tuple[object, ...], dict[tuple[int, tuple[object, ...]], Answer]] = field(default_factory=dict)
+    _alike: dict[str, tuple[Node, object, int]] = field(default_factory=dict)  # ``_alike_as``
+    _kinds: dict[tuple[object, ...], int] = field(default_factory=dict)  # ``_alike_as``'s numbers
 
     def changed(self, node: NodeInfo) -> None:
         """A node's free resources changed: re-rank it wherever it is ranked, when next asked."""
@@ -99,13 +100,21 @@ class Candidates:
         """The nodes changed after ``tick`` (with repeats), or None when that is no longer known."""
         return None if tick < self._logged_from else self._log[tick - self._logged_from :]
 
-    def _alike_as(self, node: NodeInfo) -> tuple[object, ...]:
+    def _alike_as(self, node: NodeInfo) -> int:
         """What node-local predicates and scores read of ``node`` for a plain task, beside its
-        free room: its kind (``node_columns.kind_of``) and its allocatable."""
+        free room: its kind (``node_columns.kind_of``) and its allocatable, numbered (a number
+        hashes at once, where the tuple it stands for is hashed again at each look-up)."""
         kept = self._alike.get(node.name)
         if kept is None or kept[0] is not node.node or kept[1] is not node.allocatable:
             kind = (node_columns.kind_of(node), tuple(sorted(node.allocatable.items())))
-            kept = self._alike[node.name] = (node.node, node.allocatable, kind)
+            if kind not in self._kinds and len(self._kinds) >= 2 * len(self.holds or ()) + 1024:
+                # Numbers are never given twice while answers keyed by them are kept.
+                self._kinds.clear()
+                self._alike.clear()
+                for answers in self._answers.values():
+                    answers.clear()
+            number = self._kinds.setdefault(kind, len(self._kinds))
+            kept = self._alike[node.name] = (node.node, node.allocatable, number)
         return kept[2]
 
     def _answer(self, ranking: Ranking, node: NodeInfo) -> Answer:
@@ -117,16 +126,18 @@ class Candidates:
         labels: it is evaluated on each node."""
         answers = ranking.answers
         if answers is None:
-            failures = self.predicate(ranking.task, node)
-            return failures, 0.0 if failures else self.score(ranking.task, node)
+            return self._evaluated(ranking.task, node)
         state = (self._alike_as(node), tuple(node.idle.items()))
         found = answers.get(state)
         if found is None:
             if len(answers) >= ANSWERS_PER_NODE * len(self.holds or ranking.nodes) + 1024:
                 answers.clear()
-            failures = self.predicate(ranking.task, node)
-            found = answers[state] = (failures, 0.0 if failures else self.score(ranking.task, node))
+            found = answers[state] = self._evaluated(ranking.task, node)
         return found
+
+    def _evaluated(self, task: TaskInfo, node: NodeInfo) -> Answer:
+        failures = self.predicate(task, node)
+        return failures, 0.0 if failures else self.score(task, node)
 
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
         failures, score = self._answer(ranking, node)

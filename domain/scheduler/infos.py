@@ -59,7 +59,11 @@ class TaskInfo:
     runtime: tuple[str, float | None, str | None, float | None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.best_effort = not any(amount for name, amount in self.request.items() if name != quantity.PODS)
+        self.best_effort = True
+        for name, amount in self.request.items():  # a loop: a generator costs more, once per pod
+            if amount and name != quantity.PODS:
+                self.best_effort = False
+                break
 
     def shape(self) -> tuple[object, ...]:
         """What predicates look at: requests, selector, affinity, tolerations (made once per task:
