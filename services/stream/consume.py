@@ -112,6 +112,7 @@ class EventsConsumer(ConsumerRebalanceListener):
             self.owned = set()
             await self._commit()
             self.uncommitted.clear()  # no longer ours to commit: the next owner resumes from the store
+            self.pending = []  # fetched past the last batch: read again from there by whoever owns them next
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         async with self.lock:

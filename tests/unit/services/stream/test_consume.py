@@ -1,11 +1,16 @@
-"""The events consumer's view of one Kafka message: its position and what its headers say."""
+"""The events consumer's view of one Kafka message (its position and what its headers say), and
+what it keeps across a revocation."""
 
 from __future__ import annotations
 
-from aiokafka import ConsumerRecord
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 
-from services.pipeline import CLOCK_HEADER, ORIGIN_HEADER
-from services.stream.consume import record
+from aiokafka import ConsumerRecord, TopicPartition
+
+from services.config import Settings
+from services.pipeline import CLOCK_HEADER, ORIGIN_HEADER, Record
+from services.stream.consume import EventsConsumer, record
 
 
 def _message(headers: tuple[tuple[str, bytes], ...], value: bytes | None = b"{}") -> ConsumerRecord[bytes, bytes]:
@@ -44,3 +49,26 @@ def test_the_headers_name_a_stream_clock_and_the_worker_s_own_markers() -> None:
 
 def test_a_tombstone_keeps_its_missing_value() -> None:
     assert record(_message((), value=None)).value is None
+
+
+class _Handler:
+    revoked = 0
+
+    async def on_assigned(self, partitions: set[int], committed: Mapping[int, int | None]) -> dict[int, int]:
+        return {}
+
+    def on_revoked(self) -> None:
+        self.revoked += 1
+
+    async def handle(self, records: Sequence[Record], budget: float, lag: Callable[[Record], int | None]) -> int:
+        return len(records)
+
+
+def test_a_revocation_drops_what_was_fetched_past_the_last_batch() -> None:
+    """Those messages are read again from the committed offset by whoever owns the partition
+    next (this worker too, after a seek to what the store holds): never handled from before."""
+    handler = _Handler()
+    consumer = EventsConsumer(Settings(), handler)
+    consumer.owned, consumer.pending = {2}, [_message(())]
+    asyncio.run(consumer.on_partitions_revoked([TopicPartition("cluster-events", 2)]))
+    assert (handler.revoked, consumer.owned, consumer.pending) == (1, set(), [])
