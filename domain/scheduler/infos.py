@@ -102,9 +102,9 @@ class Tally:
     names: tuple[str, ...] | None = None  # the resources the pending ones ask for, sorted, once asked
     ordered: tuple[object, list[TaskInfo]] | None = None  # ``asking`` in a session's task order, and its key
     whole: TaskInfo | None = None  # ``asking`` as one task (``retry``), once asked
-    # what ``asking``'s runtimes are read from, for one user label: (label, longest given
-    # estimate, users of those without one; None when one has neither), once asked (``held_room``)
-    runtimes: tuple[str, float, tuple[str, ...] | None] | None = None
+    # what ``asking``'s runtimes are read from, for one user label: (label, each distinct (given
+    # estimate, user); None when one has neither), once asked (``held_room``)
+    runtimes: tuple[str, tuple[tuple[float | None, str | None], ...] | None] | None = None
 
     def count(self, *statuses: TaskStatus) -> int:
         if len(statuses) == 1:

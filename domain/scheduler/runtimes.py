@@ -1,7 +1,9 @@
 """Runtimes held room plans with: how long a pod runs, and when the pods on a node give their
 room back. A runtime is an input, never assumed: the estimate given (``ESTIMATE``, an annotation
-on the pod or its PodGroup; ``simulate --estimates`` writes SWF's requested time), else, when the
-config names a user label, the mean of the user's last runtimes (``domain.runtime_history``).
+on the pod or its PodGroup; ``simulate --estimates`` writes SWF's requested time), or, when the
+config names a user label, the mean of the user's last runtimes (``domain.runtime_history``);
+with both, the shorter (an estimate is what a user asks for, mostly far more than the job runs,
+and batch systems end a job at it: Tsafrir, Etsion and Feitelson cap their predictions there).
 A pod with neither has no known end. Each task's sources are read once (``TaskInfo.runtime``),
 and a waiting job's once per tally (``Tally.runtimes``); only the users' means are asked again,
 as the history changes at markers.
@@ -48,55 +50,56 @@ def read(snapshot: Snapshot, task: TaskInfo) -> tuple[float | None, str | None, 
 
 
 def _end(snapshot: Snapshot, task: TaskInfo, means: dict[str, float | None]) -> float:
-    """When a task on a node gives its room back: now for one being deleted, start + estimate for
-    a running one that has both (a given estimate it has outlived: now; a prediction: raised until
-    it is later than now), else never. ``means``: the users' predictions asked so far."""
+    """When a task on a node gives its room back: now for one being deleted; for a running one,
+    start + its runtime (a prediction raised until it is later than now, capped at the given
+    estimate; a given estimate it has outlived: now); never without a runtime. ``means``: the
+    users' predictions asked so far."""
     if task.status is TaskStatus.RELEASING:
         return snapshot.now
     given, user, start = read(snapshot, task)
     if start is None:
         return math.inf
-    if given is not None:
-        return max(start + given, snapshot.now)
-    if user is None:
-        return math.inf
-    if user not in means:
+    if user is not None and user not in means:
         means[user] = snapshot.runtime_history.mean(user)
-    predicted = means[user]
-    return math.inf if predicted is None else max(start + raised(predicted, snapshot.now - start), snapshot.now)
+    predicted = None if user is None else means[user]
+    if predicted is not None:
+        runs = raised(predicted, snapshot.now - start)
+        return max(start + (runs if given is None else min(runs, given)), snapshot.now)
+    return math.inf if given is None else max(start + given, snapshot.now)
 
 
-def _sources(snapshot: Snapshot, tasks: list[TaskInfo]) -> tuple[float, tuple[str, ...] | None]:
-    """What the runtimes of ``tasks`` are read from: the longest given estimate (0 without one),
-    and the users of those without one; None for the users when a task has neither (or there
-    are no tasks)."""
-    longest, users = 0.0, set()
+def _sources(snapshot: Snapshot, tasks: list[TaskInfo]) -> tuple[tuple[float | None, str | None], ...] | None:
+    """What the runtimes of ``tasks`` are read from: each distinct (given estimate, user); None
+    when a task has neither (or there are no tasks)."""
+    pairs = set()
     for task in tasks:
         given, user, _ = read(snapshot, task)
-        if given is not None:
-            longest = max(longest, given)
-        elif user is None:
-            return 0.0, None
-        else:
-            users.add(user)
-    return longest, tuple(sorted(users)) if tasks else None
+        if given is None and user is None:
+            return None
+        pairs.add((given, user))
+    return tuple(sorted(pairs, key=lambda pair: (pair[0] or 0.0, pair[1] or ""))) if pairs else None
 
 
 def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
-    """How long ``job``'s pending members that ask for room run: the longest of their given
-    estimates and their users' predictions; None when one has neither (or none asks)."""
+    """How long ``job``'s pending members that ask for room run: the longest of their runtimes
+    (each the shorter of its given estimate and its user's prediction, or the one known); None
+    when one has neither (or none asks)."""
     tally = job.tally()
     known = tally.runtimes
     if known is None or known[0] != snapshot.history_label:
-        known = tally.runtimes = (snapshot.history_label, *_sources(snapshot, tally.asking))
-    _, longest, users = known
-    if users is None:
+        known = tally.runtimes = (snapshot.history_label, _sources(snapshot, tally.asking))
+    pairs = known[1]
+    if pairs is None:
         return None
-    for user in users:
-        predicted = snapshot.runtime_history.mean(user)
+    longest = 0.0
+    for given, user in pairs:
+        predicted = None if user is None else snapshot.runtime_history.mean(user)
         if predicted is None:
-            return None
-        longest = max(longest, predicted)
+            if given is None:
+                return None
+            longest = max(longest, given)
+        else:
+            longest = max(longest, predicted if given is None else min(predicted, given))
     return longest
 
 

@@ -143,6 +143,19 @@ def test_a_users_last_runtimes_lend_held_room_without_estimates() -> None:
     assert starts(run(HISTORY, HISTORY_CONFIG)[0]) == {"p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 71, "d": 213}
 
 
+def test_a_prediction_under_the_given_estimate_wins() -> None:
+    """c asks for 1,000 s (SWF's requested time, mostly far more than a job runs); its user's
+    history predicts 5 s. Batch systems end a job at its estimate, so it runs at most that long,
+    and the shorter of the two is its runtime (Tsafrir, Etsion and Feitelson cap predictions at
+    the user's estimate): c uses the held node, as with the history alone. Told the estimate
+    only, c waits for b."""
+    asked = Trace(
+        tuple(dataclasses.replace(j, estimate=1000) if j.id == "c" else j for j in HISTORY.jobs), HISTORY.nodes
+    )
+    assert starts(run(asked, HISTORY_CONFIG)[0]) == {"p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 71, "d": 213}
+    assert starts(run(asked, RESERVE)[0])["c"] == 213
+
+
 SHORTEST_FIRST = with_plugin("reservation", {"reservation-waiting-time": "5s", "reservation-shortest-first": True})
 # Two 4-cpu nodes: a runs on one until 101, x on the other until 1001. The gang b (both nodes)
 # arrives at 10 and holds a's node from 101 with shadow time 1001; l (500 s) arrives at 20, s
