@@ -9,7 +9,7 @@ twins of a task that failed are not tried again, so a hopeless gang still costs 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from domain import quantity
@@ -92,15 +92,32 @@ def place(
     return attempt
 
 
+_LEFTOVER_RESOURCES = (quantity.CPU, quantity.MEMORY, "nvidia.com/gpu")
+
+
 def _leftover(session: Session, where: str) -> float:
     """Free capacity a domain keeps, in units of the cluster's largest node, summed over resources."""
     snapshot = session.snapshot
     idle = snapshot.domain_idle.get(where, {})
     total = 0.0
-    for name in (quantity.CPU, quantity.MEMORY, "nvidia.com/gpu"):
+    for name in _LEFTOVER_RESOURCES:
         unit = snapshot.largest.get(name, 0)
         if unit and name in idle:
             total += idle[name] / unit
+    return total
+
+
+def _least_leftover(session: Session, where: str, asks: Mapping[str, int]) -> float:
+    """The least ``_leftover`` a domain can keep once a gang has taken at most ``asks`` of it:
+    each term of the same sum, in the same order, is at most the term after any such placement,
+    and rounded division and addition keep that order, so the bound holds in floating point too."""
+    snapshot = session.snapshot
+    idle = snapshot.domain_idle.get(where, {})
+    total = 0.0
+    for name in _LEFTOVER_RESOURCES:
+        unit = snapshot.largest.get(name, 0)
+        if unit and (name in idle or name in asks):
+            total += (idle.get(name, 0) - asks.get(name, 0)) / unit
     return total
 
 
@@ -152,10 +169,11 @@ def place_within(
         where = where_of(request, domain)
         return place(session, job, tasks, session.snapshot.domain_nodes[where], where)
 
-    best, tries = best_domain(session, request, domains, attempt_in, ready)
+    asks = quantity.sum_lists(task.request for task in tasks)
+    best, kept, tries = best_domain(session, request, domains, attempt_in, ready, asks=asks)
     if best is None:
         return None, no_domain(request, len(tasks), domains, tries)
-    return attempt_in(best), None
+    return (kept if kept is not None else attempt_in(best)), None
 
 
 def best_domain(
@@ -164,25 +182,44 @@ def best_domain(
     domains: list[Domain],
     attempt_in: Callable[[Domain], Attempt],
     ready: Callable[[], bool],
-) -> tuple[Domain | None, list[tuple[str, int]]]:
-    """Dry-run ``attempt_in`` in every domain, lowest tier first; in the first tier where it succeeds
+    *,
+    asks: Mapping[str, int],
+) -> tuple[Domain | None, Attempt | None, list[tuple[str, int]]]:
+    """Dry-run ``attempt_in`` in the domains, lowest tier first; in the first tier where it succeeds
     (``ready`` holds, no queue limit refused it) the best fit wins: least leftover capacity, then name.
-    Also returns how many tasks each try placed, for the reason when none succeeds."""
+    Also returns the winner's attempt, still applied, when it was the last one tried (else None:
+    attempt it again), and how many tasks each try placed, for the reason when none succeeds
+    (then every domain of every tier was tried). The attempts take at most ``asks`` from a
+    domain, so a domain is tried in the order of the least it could keep (``_least_leftover``),
+    and once one fits, those that could keep no less (then by name) are not tried: they could
+    not win."""
     tries: list[tuple[str, int]] = []
     for tier in sorted({d.tier for d in domains}):
-        fits: list[tuple[float, str, Domain]] = []
-        for domain in (d for d in domains if d.tier == tier):
+        best: tuple[float, str, Domain] | None = None
+        kept: Attempt | None = None  # the best one's attempt, while nothing was tried after it
+        order = sorted(
+            (_least_leftover(session, where_of(request, d), asks), d.name, d) for d in domains if d.tier == tier
+        )
+        for least, name, domain in order:
+            if best is not None and (least, name) > best[:2]:
+                break
+            if kept is not None:
+                kept.statement.discard()
+                kept = None
             attempt = attempt_in(domain)
+            tries.append((name, attempt.statement.placed()))
             # A gang that is ready already (minMember bound) must still place a pending task there:
             # a domain that takes none of them holds nothing for it (upstream's rescheduled tasks).
             placed_any = attempt.statement.placed() > 0 or not attempt.tasks
             if ready() and attempt.refused is None and placed_any:
-                fits.append((_leftover(session, where_of(request, domain)), domain.name, domain))
-            tries.append((domain.name, attempt.statement.placed()))
+                fit = (_leftover(session, where_of(request, domain)), name, domain)
+                if best is None or fit[:2] < best[:2]:
+                    best, kept = fit, attempt
+                    continue
             attempt.statement.discard()
-        if fits:
-            return min(fits, key=lambda f: (f[0], f[1]))[2], tries
-    return None, tries
+        if best is not None:
+            return best[2], kept, tries
+    return None, None, tries
 
 
 def where_of(request: TopologyRequest | None, domain: Domain) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from domain import quantity
 from domain.reasons import Verdict
 from domain.scheduler import placement
 from domain.scheduler.infos import PLACED, JobInfo, SubGroup, TaskInfo, TaskStatus
@@ -36,14 +37,18 @@ def place(session: Session, job: JobInfo) -> tuple[Attempt | None, list[Verdict]
         return _place_in(session, job, None)
     domains = placement.candidate_domains(session, request, job.nodes())
 
+    verdicts: dict[str, list[Verdict]] = {}  # each domain's, beside its attempt
+
     def attempt_in(domain: Domain) -> Attempt:
-        return _place_in(session, job, domain)[0]
+        attempt, verdicts[domain.name] = _place_in(session, job, domain)
+        return attempt
 
     ready = lambda: session.job_ready(job) is None  # noqa: E731
-    best, tries = placement.best_domain(session, request, domains, attempt_in, ready)
+    asks = quantity.sum_lists(task.request for task in _waiting(job.tasks))
+    best, kept, tries = placement.best_domain(session, request, domains, attempt_in, ready, asks=asks)
     if best is None:
         return None, [placement.no_domain(request, len(_waiting(job.tasks)), domains, tries)]
-    return _place_in(session, job, best)
+    return (kept, verdicts[best.name]) if kept is not None else _place_in(session, job, best)
 
 
 def _place_in(session: Session, job: JobInfo, domain: Domain | None) -> tuple[Attempt, list[Verdict]]:

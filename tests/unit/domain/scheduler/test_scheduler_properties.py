@@ -1,13 +1,16 @@
 """Properties of the scheduler over generated clusters (hypothesis): whatever the nodes, queues
 and gangs, no node is over-committed, no queue passes its capability or an ancestor's, no gang is
-partly bound, an IB-cluster gang lands in one fabric, and the same events give the same decisions."""
+partly bound, an IB-cluster gang lands in one fabric (the one trying every fabric finds), and the
+same events give the same decisions."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +18,11 @@ from domain import quantity
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.objects.volcano import NETWORK_TOPOLOGY_ANNOTATION
+from domain.scheduler import placement
 from domain.scheduler.config import SchedulerConfig, from_mapping
+from domain.scheduler.network_domains import Domain, TopologyRequest
+from domain.scheduler.placement import Attempt
+from domain.scheduler.session import Session
 from tests import builders as b
 
 IB_LABEL = "volcano.sh/ib-cluster"
@@ -176,3 +183,47 @@ def test_preemption_never_gives_released_room_twice(nodes: Any, gangs: Any, late
         gang = spec.get(f"g{g}-0")
         placed = [p for p in range(gang.size) if f"g{g}-{p}" in bound] if gang else []
         assert not placed or len(placed) >= min(gang.min_member, gang.size), f"gang g{g} partly bound"
+
+
+def _every_domain(
+    session: Session,
+    request: TopologyRequest | None,
+    domains: list[Domain],
+    attempt_in: Callable[[Domain], Attempt],
+    ready: Callable[[], bool],
+    *,
+    asks: Mapping[str, int],
+) -> tuple[Domain | None, Attempt | None, list[tuple[str, int]]]:
+    """``placement.best_domain`` without its bound: every domain of a tier is tried."""
+    tries: list[tuple[str, int]] = []
+    for tier in sorted({d.tier for d in domains}):
+        fits = []
+        for domain in (d for d in domains if d.tier == tier):
+            attempt = attempt_in(domain)
+            placed_any = attempt.statement.placed() > 0 or not attempt.tasks
+            if ready() and attempt.refused is None and placed_any:
+                fits.append((placement._leftover(session, placement.where_of(request, domain)), domain.name, domain))
+            tries.append((domain.name, attempt.statement.placed()))
+            attempt.statement.discard()
+        if fits:
+            return min(fits, key=lambda f: (f[0], f[1]))[2], None, tries
+    return None, None, tries
+
+
+fabrics_st = st.lists(
+    st.tuples(st.integers(2, 8), st.integers(0, 4), st.sampled_from(["ib-w", "ib-x", "ib-y", "ib-z"])),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=fabrics_st, gangs=gangs_st, caps=caps_st)
+def test_a_gang_s_domain_is_the_one_trying_every_domain_finds(nodes: Any, gangs: Any, caps: Any) -> None:
+    """``best_domain`` tries the domains by the least they could keep and stops once none left
+    could win: the same decisions as trying every one."""
+    lines = _stream(nodes, gangs, caps)
+    bounded = _run(lines, HIERARCHY)[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(placement, "best_domain", _every_domain)
+        assert _run(lines, HIERARCHY)[1] == bounded
