@@ -14,8 +14,9 @@ without SCHEDULE markers (it has no time).
 
 A prediction is what was observed, never assumed: a user with no finished pod yet has none, and
 held room plans with no end for their pods (as without estimates). A running pod that outlives
-its prediction is predicted to run twice as long, then twice that, and so on (Tsafrir et al.
-raise it to the user's own estimate; there is none here).
+its prediction is predicted to run twice as long, then twice that, and so on; a pod that also
+has an estimate runs no longer than it (Tsafrir et al. raise the prediction to the user's own
+estimate: ``domain.scheduler.runtimes``).
 """
 
 from __future__ import annotations

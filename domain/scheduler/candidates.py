@@ -34,6 +34,7 @@ from domain.scheduler.node_table import NodeInfo
 ASKED_OVER_COLUMNS = 8
 LOG_LIMIT = 1 << 16  # node changes remembered for ``changed_since``
 DRAFTS = 64  # first scans kept, the latest, for a shape asked again to start its ranking from
+KINDS_KEPT = 1024  # node kinds numbered (``Candidates._alike_as``): twice the nodes and this many
 ANSWERS_PER_NODE = 2  # a plain shape's kept answers (``Candidates._answer``): at most this many per node, and 1,024
 Entry = tuple[float, str, int]  # (-score, node name, node version when scored)
 Answer = tuple[list[str], float]  # the predicate's failures, and the score when there are none
@@ -107,7 +108,7 @@ class Candidates:
         kept = self._alike.get(node.name)
         if kept is None or kept[0] is not node.node or kept[1] is not node.allocatable:
             kind = (node_columns.kind_of(node), tuple(sorted(node.allocatable.items())))
-            if kind not in self._kinds and len(self._kinds) >= 2 * len(self.holds or ()) + 1024:
+            if kind not in self._kinds and len(self._kinds) >= 2 * len(self.holds or ()) + KINDS_KEPT:
                 # Numbers are never given twice while answers keyed by them are kept.
                 self._kinds.clear()
                 self._alike.clear()

@@ -20,7 +20,9 @@ placements it leaves to the other jobs.
 EASY's rules, when the estimates give the hold a *shadow time* (when its last node frees up for
 it): the members are placed again on the nodes that free up *last* by then, so those that free
 up sooner stay free for any job (EASY's extra nodes); and a later job whose own estimate ends
-by the shadow time may use the held room (it is lent, then held again): it cannot delay the gang.
+by the shadow time may use the held room (it is lent, then held again): when the runtimes are
+estimates that end a job (a batch system's requested time) it cannot delay the gang; when they
+are predictions (``runtimes``) it may, if the prediction was short, as under EASY++.
 """
 
 from __future__ import annotations

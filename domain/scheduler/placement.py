@@ -109,8 +109,10 @@ def _leftover(session: Session, where: str) -> float:
 
 def _least_leftover(session: Session, where: str, asks: Mapping[str, int]) -> float:
     """The least ``_leftover`` a domain can keep once a gang has taken at most ``asks`` of it:
-    each term of the same sum, in the same order, is at most the term after any such placement,
-    and rounded division and addition keep that order, so the bound holds in floating point too."""
+    each term of the same sum, in the same order, is at most the term after any such placement
+    (a resource the domain lacks and the gang asks for adds a term of at most 0, where the sum
+    after may have none), and rounded division and addition keep that order, so the bound holds
+    in floating point too."""
     snapshot = session.snapshot
     idle = snapshot.domain_idle.get(where, {})
     total = 0.0
@@ -198,7 +200,8 @@ def best_domain(
         best: tuple[float, str, Domain] | None = None
         kept: Attempt | None = None  # the best one's attempt, while nothing was tried after it
         order = sorted(
-            (_least_leftover(session, where_of(request, d), asks), d.name, d) for d in domains if d.tier == tier
+            ((_least_leftover(session, where_of(request, d), asks), d.name, d) for d in domains if d.tier == tier),
+            key=lambda entry: entry[:2],
         )
         for least, name, domain in order:
             if best is not None and (least, name) > best[:2]:

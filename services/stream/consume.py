@@ -80,6 +80,7 @@ class EventsConsumer(ConsumerRebalanceListener):
         self.owned: set[int] = set()  # partitions of the events topic assigned and restored
         self.uncommitted: dict[TopicPartition, int] = {}
         self.pending: list[ConsumerRecord[bytes, bytes]] = []  # fetched, left past a batch's budget
+        self.revocations = 0  # how many so far: what was fetched before one is not handled after it
         self.last_commit = time.monotonic()
 
     @property
@@ -113,6 +114,7 @@ class EventsConsumer(ConsumerRebalanceListener):
             await self._commit()
             self.uncommitted.clear()  # no longer ours to commit: the next owner resumes from the store
             self.pending = []  # fetched past the last batch: read again from there by whoever owns them next
+            self.revocations += 1
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         async with self.lock:
@@ -186,10 +188,19 @@ class EventsConsumer(ConsumerRebalanceListener):
         size, within = self.settings.batch_size, self.settings.batch_within
         batch, self.pending = self.pending, []
         if len(batch) < size:
-            batch += await self._get(0 if batch else IDLE_POLL_MS, size - len(batch))
+            batch = await self._top_up(batch, 0 if batch else IDLE_POLL_MS, size)
         if 0 < len(batch) < size and within > 0:
-            batch += await self._get(int(within * 1000), size - len(batch))
+            batch = await self._top_up(batch, int(within * 1000), size)
         return batch
+
+    async def _top_up(
+        self, batch: list[ConsumerRecord[bytes, bytes]], timeout_ms: int, size: int
+    ) -> list[ConsumerRecord[bytes, bytes]]:
+        revocations = self.revocations
+        more = await self._get(timeout_ms, size - len(batch))
+        # Revoked while waiting (and maybe assigned again, and sought back to what the store
+        # holds): what was fetched before is read again by whoever owns it now.
+        return more if self.revocations != revocations else batch + more
 
     async def _get(self, timeout_ms: int, most: int) -> list[ConsumerRecord[bytes, bytes]]:
         got = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=most)

@@ -14,10 +14,11 @@ cluster busy: only the nodes it needs are held. Once it runs, the next one in li
 target.
 
 With ``reservation-shortest-first: true`` the other jobs go shortest first, by the runtime held
-room reads (an estimate given or the user's prediction: ``runtimes.runtime``), as EASY++
-backfills (Tsafrir, Etsion and Feitelson 2007); a job of unknown runtime goes as one of none,
-so that its user's history learns. Without estimates or a history every job ties, and the order
-is the one without the argument. Starvation stays bounded: every job in turn becomes the target.
+room reads (an estimate given or the user's prediction, the shorter with both:
+``runtimes.runtime``), as EASY++ backfills (Tsafrir, Etsion and Feitelson 2007); a job of
+unknown runtime goes as one of none, so that its user's history learns. Without estimates or a
+history every job ties, and the order is the one without the argument. Starvation stays
+bounded: every job in turn becomes the target.
 """
 
 from __future__ import annotations

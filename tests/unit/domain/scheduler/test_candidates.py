@@ -7,6 +7,7 @@ from collections import Counter
 from typing import cast
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -195,10 +196,14 @@ def _asked_often(candidates: Candidates, task: TaskInfo, nodes: list[NodeInfo]) 
     return best
 
 
-def test_alike_nodes_share_answers_only_while_alike() -> None:
+@pytest.mark.parametrize("kinds_kept", [candidates_module.KINDS_KEPT, -3], ids=["as shipped", "one kind numbered"])
+def test_alike_nodes_share_answers_only_while_alike(kinds_kept: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Node-local answers are kept by what a node is and its free room: a node whose object
     changes (made unschedulable) is evaluated again, not answered as its old twin; and nodes that
-    differ only in labels are told apart for a task with a node selector (it reads the labels)."""
+    differ only in labels are told apart for a task with a node selector (it reads the labels).
+    With room for one kind's number only (two nodes: 2 * 2 - 3), every new kind drops the
+    numbers and the answers kept by them, and the answers are the same."""
+    monkeypatch.setattr(candidates_module, "KINDS_KEPT", kinds_kept)
     zone_a = cast(Node, b.typed(b.node("a", cpu="8", memory="8", labels={"zone": "a"})))
     zone_b = cast(Node, b.typed(b.node("b", cpu="8", memory="8", labels={"zone": "b"})))
     every = [NodeInfo(name, obj, {"cpu": 8, "memory": 8}, {"cpu": 8, "memory": 8}, {})

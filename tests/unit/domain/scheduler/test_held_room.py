@@ -156,6 +156,18 @@ def test_a_prediction_under_the_given_estimate_wins() -> None:
     assert starts(run(asked, RESERVE)[0])["c"] == 213
 
 
+def test_a_running_pod_ends_by_the_shorter_of_its_estimate_and_prediction() -> None:
+    """f runs from 61 and asks for 1,000 s; its user's pods ran 50 s. The held gang b's shadow
+    time is f's predicted end, 111, not 1,061: m (the same user, arriving at 73) would end after
+    it, so it is not lent b's node, and b starts at 112. Taking the estimate for f's end, m
+    would be lent the node and delay b to 143."""
+    asked = tuple(dataclasses.replace(j, estimate=1000) if j.id == "f" else j for j in HISTORY.jobs)
+    trace = Trace((*asked, Job("m", 73, 50, requests=CPU4, labels=_of("v"))), HISTORY.nodes)
+    assert starts(run(trace, HISTORY_CONFIG)[0]) == {
+        "p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 71, "d": 213, "m": 213,
+    }  # fmt: skip
+
+
 SHORTEST_FIRST = with_plugin("reservation", {"reservation-waiting-time": "5s", "reservation-shortest-first": True})
 # Two 4-cpu nodes: a runs on one until 101, x on the other until 1001. The gang b (both nodes)
 # arrives at 10 and holds a's node from 101 with shadow time 1001; l (500 s) arrives at 20, s

@@ -227,3 +227,27 @@ def test_a_gang_s_domain_is_the_one_trying_every_domain_finds(nodes: Any, gangs:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(placement, "best_domain", _every_domain)
         assert _run(lines, HIERARCHY)[1] == bounded
+
+
+def test_a_domain_whose_bound_ties_the_fit_is_still_tried_by_name() -> None:
+    """ib-x (4 cpu, 33Gi) and ib-y (2 cpu, 32Gi), a gang of two 2-cpu members, its minimum one.
+    ib-y has the lower bound and is tried first: it fits one member (the gang's minimum) and keeps
+    31Gi, 0.939 of the largest node's memory. ib-x's bound is that same 0.939, and ib-x comes
+    first by name, so it must still be tried: it takes both members, keeps as much, and wins."""
+    lines = [
+        b.added(b.node("n-a", cpu="4", memory="33Gi", labels={IB_LABEL: "ib-x"}, rv="1")),
+        b.added(b.node("n-b", cpu="2", memory="32Gi", labels={IB_LABEL: "ib-y"}, rv="2")),
+    ]
+    group = b.pod_group("g0", min_member=1, queue="default")
+    group["metadata"]["annotations"] = {NETWORK_TOPOLOGY_ANNOTATION: "ib-cluster"}
+    lines.append(b.added(group))
+    lines.extend(b.added(b.pod(f"g0-{p}", cpu="2", group="g0")) for p in range(2))
+    lines += [b.marker(1), b.marker(2)]
+    bounded = _run(lines, HIERARCHY)[1]
+    assert [(d["target"]["name"], d["node"]) for d in bounded if d["kind"] == "Bind"] == [
+        ("g0-0", "n-a"),
+        ("g0-1", "n-a"),
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(placement, "best_domain", _every_domain)
+        assert _run(lines, HIERARCHY)[1] == bounded

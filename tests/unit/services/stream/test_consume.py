@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from aiokafka import ConsumerRecord, TopicPartition
 
@@ -72,3 +73,22 @@ def test_a_revocation_drops_what_was_fetched_past_the_last_batch() -> None:
     consumer.owned, consumer.pending = {2}, [_message(())]
     asyncio.run(consumer.on_partitions_revoked([TopicPartition("cluster-events", 2)]))
     assert (handler.revoked, consumer.owned, consumer.pending) == (1, set(), [])
+
+
+class _RevokedWhileWaiting:
+    """A consumer whose wait for messages sees the partitions revoked (and given back)."""
+
+    def __init__(self, listener: EventsConsumer, fetched: list[ConsumerRecord[bytes, bytes]]) -> None:
+        self.listener, self.fetched = listener, fetched
+
+    async def getmany(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Any]]:
+        await self.listener.on_partitions_revoked([TopicPartition("cluster-events", 2)])
+        return {TopicPartition("cluster-events", 2): self.fetched}
+
+
+def test_what_was_fetched_before_a_revocation_is_dropped_from_the_batch_being_filled() -> None:
+    consumer = EventsConsumer(Settings(), _Handler())
+    carried, fresh = _message(()), _message((), b'{"fresh": true}')
+    consumer.pending = [carried]
+    consumer._consumer = _RevokedWhileWaiting(consumer, [fresh])  # type: ignore[assignment]
+    assert asyncio.run(consumer._fetch()) == [fresh]
