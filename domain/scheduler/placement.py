@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from domain import quantity
 from domain.reasons import FitSummary, Reason, Verdict
@@ -93,33 +94,23 @@ def place(
 
 
 _LEFTOVER_RESOURCES = (quantity.CPU, quantity.MEMORY, "nvidia.com/gpu")
+_NOTHING: Mapping[str, int] = MappingProxyType({})
 
 
-def _leftover(session: Session, where: str) -> float:
-    """Free capacity a domain keeps, in units of the cluster's largest node, summed over resources."""
+def _leftover(session: Session, where: str, less: Mapping[str, int] = _NOTHING) -> float:
+    """Free capacity a domain keeps (less ``less``), in units of the cluster's largest node,
+    summed over resources. With ``less`` the most a gang may take, the least it can keep once
+    the gang has placed: each term is at most the term after any such placement (a resource the
+    domain lacks and the gang asks for adds a term of at most 0, where the sum after may have
+    none), and rounded division and addition keep that order, so the bound holds in floating
+    point too."""
     snapshot = session.snapshot
     idle = snapshot.domain_idle.get(where, {})
     total = 0.0
     for name in _LEFTOVER_RESOURCES:
         unit = snapshot.largest.get(name, 0)
-        if unit and name in idle:
-            total += idle[name] / unit
-    return total
-
-
-def _least_leftover(session: Session, where: str, asks: Mapping[str, int]) -> float:
-    """The least ``_leftover`` a domain can keep once a gang has taken at most ``asks`` of it:
-    each term of the same sum, in the same order, is at most the term after any such placement
-    (a resource the domain lacks and the gang asks for adds a term of at most 0, where the sum
-    after may have none), and rounded division and addition keep that order, so the bound holds
-    in floating point too."""
-    snapshot = session.snapshot
-    idle = snapshot.domain_idle.get(where, {})
-    total = 0.0
-    for name in _LEFTOVER_RESOURCES:
-        unit = snapshot.largest.get(name, 0)
-        if unit and (name in idle or name in asks):
-            total += (idle.get(name, 0) - asks.get(name, 0)) / unit
+        if unit and (name in idle or name in less):
+            total += (idle.get(name, 0) - less.get(name, 0)) / unit
     return total
 
 
@@ -192,7 +183,7 @@ def best_domain(
     Also returns the winner's attempt, still applied, when it was the last one tried (else None:
     attempt it again), and how many tasks each try placed, for the reason when none succeeds
     (then every domain of every tier was tried). The attempts take at most ``asks`` from a
-    domain, so a domain is tried in the order of the least it could keep (``_least_leftover``),
+    domain, so a domain is tried in the order of the least it could keep (``_leftover`` less ``asks``),
     and once one fits, those that could keep no less (then by name) are not tried: they could
     not win."""
     tries: list[tuple[str, int]] = []
@@ -200,7 +191,7 @@ def best_domain(
         best: tuple[float, str, Domain] | None = None
         kept: Attempt | None = None  # the best one's attempt, while nothing was tried after it
         order = sorted(
-            ((_least_leftover(session, where_of(request, d), asks), d.name, d) for d in domains if d.tier == tier),
+            ((_leftover(session, where_of(request, d), asks), d.name, d) for d in domains if d.tier == tier),
             key=lambda entry: entry[:2],
         )
         for least, name, domain in order:

@@ -62,10 +62,16 @@ def _end(snapshot: Snapshot, task: TaskInfo, means: dict[str, float | None]) -> 
     if user is not None and user not in means:
         means[user] = snapshot.runtime_history.mean(user)
     predicted = None if user is None else means[user]
-    if predicted is not None:
-        runs = raised(predicted, snapshot.now - start)
-        return max(start + (runs if given is None else min(runs, given)), snapshot.now)
-    return math.inf if given is None else max(start + given, snapshot.now)
+    runs = _shorter(given, None if predicted is None else raised(predicted, snapshot.now - start))
+    return math.inf if runs is None else max(start + runs, snapshot.now)
+
+
+def _shorter(given: float | None, predicted: float | None) -> float | None:
+    """A runtime: the shorter of a given estimate and a prediction, or the one known; None
+    without either."""
+    if given is None or predicted is None:
+        return predicted if given is None else given
+    return min(given, predicted)
 
 
 def _sources(snapshot: Snapshot, tasks: list[TaskInfo]) -> tuple[tuple[float | None, str | None], ...] | None:
@@ -93,13 +99,10 @@ def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
         return None
     longest = 0.0
     for given, user in pairs:
-        predicted = None if user is None else snapshot.runtime_history.mean(user)
-        if predicted is None:
-            if given is None:
-                return None
-            longest = max(longest, given)
-        else:
-            longest = max(longest, predicted if given is None else min(predicted, given))
+        runs = _shorter(given, None if user is None else snapshot.runtime_history.mean(user))
+        if runs is None:
+            return None
+        longest = max(longest, runs)
     return longest
 
 
