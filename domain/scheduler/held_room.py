@@ -31,8 +31,10 @@ import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from domain import quantity
+from domain.objects.core import Node
 from domain.quantity import ResourceList
 from domain.recorded import HeldRoom
 from domain.scheduler import runtimes
@@ -43,6 +45,8 @@ from domain.scheduler.predicates import fit_failures
 from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Key, Session
 from domain.scheduler.statement import Statement
+
+OFFERS = "held-room-offers"
 
 
 @dataclass(slots=True, eq=False)
@@ -69,10 +73,14 @@ def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tupl
     return math.inf
 
 
-def _covered(task: TaskInfo, node: NodeInfo) -> float:
-    """How much of the task's request the node's free room covers, summed over its resources (0 to one each)."""
+def _covered(task: TaskInfo, idle: ResourceList, taken: ResourceList) -> float:
+    """How much of the task's request a node's free room ``idle`` covers once ``taken`` is held
+    there (what members planned before it hold: each holds what is free of its request, so the
+    room left is ``idle`` less ``taken``, or none), summed over its resources (0 to one each)."""
     return sum(
-        min(max(node.idle.get(name, 0), 0), amount) / amount for name, amount in task.request.items() if amount > 0
+        min(max(idle.get(name, 0) - taken.get(name, 0), 0), amount) / amount
+        for name, amount in task.request.items()
+        if amount > 0
     )
 
 
@@ -94,6 +102,65 @@ def _latest_by(shadow: float) -> Choice:
     return lambda free_at, cover, index: (-free_at, -cover, index) if free_at <= shadow else None
 
 
+@dataclass(slots=True, eq=False)
+class _Offer:
+    """What a node offered members of one likeness when no member had taken it yet, and what that
+    was read from: the node object, its allocatable, its free room and the known ends of its pods.
+    While all four are the same, so is the offer (the predicates read the node object and its
+    allocatable; when it frees up and how much it covers read its free room and ends), but for
+    a node that holds the member now, which frees up at the cycle's instant (``ready``)."""
+
+    node: Node
+    allocatable: ResourceList
+    idle: ResourceList | None  # None: the member cannot run there (the free room is not read)
+    ends: list[tuple[float, ResourceList]]
+    facts: Facts
+    ready: bool  # it frees up now: ``facts``' time is the instant it was read at
+
+
+@dataclass(slots=True, eq=False)
+class _Offers:
+    """The offers of the last session's holds and of this one's, per likeness, by node index."""
+
+    session: Session
+    before: dict[tuple[object, ...], dict[int, _Offer]]
+    now: dict[tuple[object, ...], dict[int, _Offer]]
+
+
+_Untouched = tuple[dict[int, Facts], dict[int, _Offer]]
+"""What the nodes no member has taken offer members of one likeness: in this hold, and as kept."""
+
+
+def _offers(session: Session, like: tuple[object, ...]) -> dict[int, _Offer]:
+    """The kept offers of ``like``: those of the last session that held members of it, for this one."""
+    kept = session.kept.get(OFFERS)
+    if not isinstance(kept, _Offers) or kept.session is not session:
+        before = kept.now if isinstance(kept, _Offers) else {}
+        kept = session.kept[OFFERS] = _Offers(session, before, {})  # only the likenesses held last time stay
+    offers = kept.now.get(like)
+    if offers is None:
+        offers = kept.now[like] = kept.before.pop(like, {})
+    return offers
+
+
+def _first_offer(
+    now: float, offers: dict[int, _Offer], index: int, node: NodeInfo, *, ends: Ends, facts: Callable[[NodeInfo], Facts]
+) -> Facts:
+    """What ``node``, which no member has taken yet, offers a member (``facts``): kept from an
+    earlier session while what it is read from is the same (``_Offer``)."""
+    known = offers.get(index)
+    own = ends.get(node.name, [])
+    if known is not None and known.node is node.node and known.allocatable == node.allocatable:
+        if known.idle is None:
+            return None
+        if known.idle == node.idle and known.ends == own and known.facts is not None:
+            return (now, known.facts[1]) if known.ready else known.facts
+    offer = facts(node)
+    idle = None if offer is None else dict(node.idle)
+    offers[index] = _Offer(node.node, node.allocatable, idle, own, offer, offer is not None and offer[0] == now)
+    return offer
+
+
 def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
     requests, in task order); None when the empty cluster could not hold them."""
@@ -101,16 +168,14 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
     ends = runtimes.ends(snapshot)
-    untouched: dict[tuple[object, ...], dict[int, Facts]] = {}  # each plan starts from the same room: shared
-    first = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
-    if first is None or first.shadow == math.inf:
-        return first
-    first.statement.discard()
-    later = _plan(session, job, tasks, ends, _latest_by(first.shadow), untouched=untouched)
-    if later is not None:
-        return later
-    hold_again(session, [first])  # the same room as when it was planned: the same plan
-    return first
+    untouched: dict[tuple[object, ...], _Untouched] = {}  # each plan starts from the same room: shared
+    held = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
+    if held is None:
+        return None
+    if held.shadow < math.inf:
+        held = _plan(session, job, tasks, ends, _latest_by(held.shadow), untouched=untouched) or held
+    hold_again(session, [held])  # plans take no room: the one chosen takes it now
+    return held
 
 
 def _likeness(task: TaskInfo) -> tuple[object, ...]:
@@ -126,19 +191,18 @@ def _plan(
     ends: Ends,
     rank: Choice,
     *,
-    untouched: dict[tuple[object, ...], dict[int, Facts]],
+    untouched: dict[tuple[object, ...], _Untouched],
 ) -> Held | None:
     """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first. For a member alike
     the one before it, every node ranks as it did for that one but the node that one took, so
     only that node is ranked again, into a heap of the others (a gang's members are mostly
     alike); and what a node no member has taken yet offers a member is kept in ``untouched``
-    (per likeness, by node index), for the plans after."""
+    (per likeness, by node index), for the plans after, and for the holds of later sessions
+    while the node is as it was (``_first_offer``)."""
     snapshot = session.snapshot
-    statement = Statement(session)
     nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
     planned: dict[str, ResourceList] = {}  # node -> requests of this job's tasks planned there
-    before: dict[str, ResourceList] = {}  # node -> its free room before this job held any of it
     places: list[tuple[TaskInfo, str]] = []
     shadow = snapshot.now
     ranks: list[tuple[tuple[float, float, int], float]] = []  # a heap of the candidates' (rank, when it frees up)
@@ -148,19 +212,21 @@ def _plan(
     def facts(task: TaskInfo, node: NodeInfo) -> Facts:
         if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
             return None
-        need = quantity.sum_lists((planned.get(node.name, {}), task.request))
-        free_at = _free_at(snapshot.now, before.get(node.name, node.idle), need, ends.get(node.name, []))
-        return free_at, _covered(task, node)
+        taken = planned.get(node.name, {})
+        free_at = _free_at(snapshot.now, node.idle, quantity.sum_lists((taken, task.request)), ends.get(node.name, []))
+        return free_at, _covered(task, node.idle, taken)
 
     def ranked(
-        task: TaskInfo, seen: dict[int, Facts], index: int, node: NodeInfo
+        task: TaskInfo, seen: _Untouched, index: int, node: NodeInfo
     ) -> tuple[tuple[float, float, int], float] | None:
         if node.name in planned:
             offer = facts(task, node)
-        elif index in seen:
-            offer = seen[index]
+        elif index in seen[0]:
+            offer = seen[0][index]
         else:
-            offer = seen[index] = facts(task, node)
+            offer = seen[0][index] = _first_offer(
+                snapshot.now, seen[1], index, node, ends=ends, facts=partial(facts, task)
+            )
         if offer is None:
             return None
         order = rank(offer[0], offer[1], index)
@@ -168,7 +234,7 @@ def _plan(
 
     for task in tasks:
         previous, like = like, _likeness(task)
-        seen = untouched.setdefault(like, {})
+        seen = untouched.get(like) or untouched.setdefault(like, ({}, _offers(session, like)))
         if like == previous:
             entry = ranked(task, seen, chosen_index, nodes[chosen_index])
             if entry is not None:
@@ -179,19 +245,16 @@ def _plan(
             ]
             heapq.heapify(ranks)
         if not ranks:
-            statement.discard()  # the cluster could never hold the gang: nothing to wait for
-            return None
+            return None  # the cluster could never hold the gang: nothing to wait for
         # Each rank ends in its node's index: no two tie.
         (_, _, chosen_index), chosen_at = heapq.heappop(ranks)
         chosen = nodes[chosen_index]
-        before.setdefault(chosen.name, dict(chosen.idle))
         quantity.add(planned.setdefault(chosen.name, {}), task.request)
         room = budget[chosen.name] = dict(budget.get(chosen.name, chosen.allocatable))
         quantity.add(room, {name: -amount for name, amount in task.request.items()})
-        statement.hold(task, chosen.name)
         places.append((task, chosen.name))
         shadow = max(shadow, chosen_at)
-    return Held(job, statement, places, shadow)
+    return Held(job, Statement(session), places, shadow)
 
 
 def room_of(held: Held) -> HeldRoom:
