@@ -253,6 +253,20 @@ def queue(name: str, *, spec: Wire | None = None, state: str = "Open", rv: str =
     }
 
 
+def hypernode(
+    name: str, tier: int, *, nodes: Iterable[str] = (), hypernodes: Iterable[str] = (), rv: str = "1"
+) -> Wire:
+    """A HyperNode of ``tier`` whose members are ``nodes`` and ``hypernodes``, each by exact name."""
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in hypernodes]
+    return {
+        "apiVersion": VOLCANO_TOPOLOGY,
+        "kind": "HyperNode",
+        "metadata": meta(name, rv=rv),
+        "spec": {"tier": tier, "members": members},
+    }
+
+
 def event(type_: str, obj: Wire, cluster: str | None = "c1") -> str:
     line: Wire = {"type": type_, "object": obj}
     if cluster is not None:

@@ -1,7 +1,7 @@
 """Properties of the scheduler over generated clusters (hypothesis): whatever the nodes, queues
 and gangs, no node is over-committed, no queue passes its capability or an ancestor's, no gang is
-partly bound, an IB-cluster gang lands in one fabric (the one trying every fabric finds), and the
-same events give the same decisions."""
+partly bound, an IB-cluster gang lands in one fabric and a gang with sub-gangs in one HyperNode
+(the ones trying every domain find), and the same events give the same decisions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from domain import quantity
@@ -68,16 +68,23 @@ gangs_st = st.lists(
 caps_st = st.tuples(st.none() | st.integers(2, 12), st.none() | st.integers(2, 12), st.none() | st.integers(2, 12))
 
 
-def _stream(nodes: list[tuple[int, int, str]], gangs: list[GangSpec], caps: tuple[int | None, ...]) -> list[str]:
+def _queues(caps: tuple[int | None, ...]) -> list[str]:
+    """The queue tree: org capped at ``caps[0]`` cpus, its leaves a and b at ``caps[1]`` and ``caps[2]``."""
     lines = []
-    for i, (cpu, gpu, ib) in enumerate(nodes):
-        lines.append(b.added(b.node(f"n-{i}", cpu=str(cpu), gpu=str(gpu), labels={IB_LABEL: ib}, rv=str(i + 1))))
     org_cap, a_cap, b_cap = caps
     for name, parent, cap in (("org", "", org_cap), ("a", "org", a_cap), ("b", "org", b_cap)):
         spec: dict[str, Any] = {"weight": 1, **({"parent": parent} if parent else {})}
         if cap is not None:
             spec["capability"] = {"cpu": str(cap)}
         lines.append(b.added(b.queue(name, spec=spec)))
+    return lines
+
+
+def _stream(nodes: list[tuple[int, int, str]], gangs: list[GangSpec], caps: tuple[int | None, ...]) -> list[str]:
+    lines = []
+    for i, (cpu, gpu, ib) in enumerate(nodes):
+        lines.append(b.added(b.node(f"n-{i}", cpu=str(cpu), gpu=str(gpu), labels={IB_LABEL: ib}, rv=str(i + 1))))
+    lines.extend(_queues(caps))
     for g, gang in enumerate(gangs):
         group = b.pod_group(f"g{g}", min_member=min(gang.min_member, gang.size), queue=gang.queue)
         if gang.ib:
@@ -217,16 +224,136 @@ fabrics_st = st.lists(
 )
 
 
+def _decided_as_trying_every_domain(lines: list[str]) -> list[dict[str, Any]]:
+    """The decisions of ``lines``, checked to be those made when every domain is tried."""
+    bounded = _run(lines, HIERARCHY)[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(placement, "best_domain", _every_domain)
+        assert _run(lines, HIERARCHY)[1] == bounded
+    return bounded
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=fabrics_st, gangs=gangs_st, caps=caps_st)
 def test_a_gang_s_domain_is_the_one_trying_every_domain_finds(nodes: Any, gangs: Any, caps: Any) -> None:
     """``best_domain`` tries the domains by the least they could keep and stops once none left
     could win: the same decisions as trying every one."""
-    lines = _stream(nodes, gangs, caps)
-    bounded = _run(lines, HIERARCHY)[1]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(placement, "best_domain", _every_domain)
-        assert _run(lines, HIERARCHY)[1] == bounded
+    _decided_as_trying_every_domain(_stream(nodes, gangs, caps))
+
+
+PARTITION = "volcano.sh/partition-id"
+
+
+@dataclass(frozen=True)
+class SubGangSpec:
+    """A gang that must live in one HyperNode of tier <= ``tier``: ``parts`` sub-gangs of
+    ``per_part`` members (each whole at ``sub_size`` of them, at most all, inside one HyperNode of
+    tier <= ``sub_tier`` when that is set; ``min_sub_groups`` of them needed) and ``loose`` members
+    in none."""
+
+    parts: int
+    per_part: int
+    loose: int
+    sub_size: int
+    min_sub_groups: int
+    sub_tier: int | None
+    tier: int
+    min_member: int
+    cpu: int
+    gpu: int
+    queue: str
+    priority: int
+
+
+# Tier-1 switches, each under one of three tier-2 spines: whether its nodes have GPUs (half their
+# cpus), and one to three nodes (their cpus).
+switches_st = st.lists(
+    st.tuples(st.integers(0, 2), st.booleans(), st.lists(st.integers(2, 8), min_size=1, max_size=3)),
+    min_size=2,
+    max_size=6,
+)
+sub_gangs_st = st.lists(
+    st.builds(
+        SubGangSpec,
+        parts=st.integers(1, 3),
+        per_part=st.integers(1, 2),
+        loose=st.integers(0, 3),
+        sub_size=st.integers(1, 3),
+        min_sub_groups=st.integers(0, 2),
+        sub_tier=st.none() | st.integers(1, 2),
+        tier=st.integers(1, 2),
+        min_member=st.integers(1, 3),
+        cpu=st.integers(1, 4),
+        gpu=st.sampled_from([0, 0, 1]),
+        queue=st.sampled_from(LEAVES),
+        priority=st.integers(0, 2),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _sub_gang_stream(
+    switches: list[tuple[int, bool, list[int]]], gangs: list[SubGangSpec], caps: tuple[int | None, ...]
+) -> list[str]:
+    """Nodes in switches s<i> (tier 1) under spines spine-<j> (tier 2), the queue tree, and gangs
+    with a hard networkTopology and a subGroupPolicy by partition label. Nodes and pods have 4Gi
+    of memory a cpu, so that what a domain keeps is not mostly how many nodes it has: a domain
+    tried later (a partial fit before it) can then win, which is when the bound matters."""
+    lines: list[str] = []
+    spines: dict[str, list[str]] = defaultdict(list)
+    count = 0
+    for s, (spine, gpus, nodes) in enumerate(switches):
+        names = []
+        for cpu in nodes:
+            names.append(f"n-{count}")
+            count += 1
+            gpu = str(cpu // 2) if gpus else None
+            node = b.node(names[-1], cpu=str(cpu), memory=f"{4 * cpu}Gi", gpu=gpu, rv=str(count))
+            lines.append(b.added(node))
+        lines.append(b.added(b.hypernode(f"s{s}", 1, nodes=names)))
+        spines[f"spine-{spine}"].append(f"s{s}")
+    lines.extend(b.added(b.hypernode(name, 2, hypernodes=members)) for name, members in sorted(spines.items()))
+    lines.extend(_queues(caps))
+    for g, gang in enumerate(gangs):
+        grouped = gang.parts * gang.per_part
+        policy: dict[str, Any] = {
+            "name": "part",
+            "matchLabelKeys": [PARTITION],
+            "subGroupSize": min(gang.sub_size, gang.per_part),
+            "minSubGroups": min(gang.min_sub_groups, gang.parts),
+        }
+        if gang.sub_tier is not None:
+            policy["networkTopology"] = {"mode": "hard", "highestTierAllowed": gang.sub_tier}
+        spec = {"networkTopology": {"mode": "hard", "highestTierAllowed": gang.tier}, "subGroupPolicy": [policy]}
+        size = grouped + gang.loose
+        lines.append(b.added(b.pod_group(f"g{g}", min_member=min(gang.min_member, size), queue=gang.queue, spec=spec)))
+        for p in range(size):
+            pod = b.pod(f"g{g}-{p}", cpu=str(gang.cpu), memory=f"{4 * gang.cpu}Gi",
+                        gpu=str(gang.gpu) if gang.gpu else None, group=f"g{g}", priority=gang.priority)  # fmt: skip
+            if p < grouped:
+                pod["metadata"]["labels"] = {PARTITION: str(p % gang.parts)}
+            lines.append(b.added(pod))
+    return [*lines, b.marker(1), b.marker(2)]
+
+
+# s1 (a 2-cpu node) has the lower bound and is tried first: it takes one of the two 2-cpu
+# sub-gangs (one is enough) and keeps nothing. s0 (a 4-cpu node) could keep no less, but no more
+# either, and comes first by name: it must still be tried, and wins with both sub-gangs.
+TIE = SubGangSpec(parts=2, per_part=1, loose=0, sub_size=1, min_sub_groups=1, sub_tier=None, tier=1,
+                  min_member=1, cpu=2, gpu=0, queue="default", priority=0)  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(switches=switches_st, gangs=sub_gangs_st, caps=caps_st)
+@example(switches=[(0, False, [4]), (0, False, [2])], gangs=[TIE], caps=(None, None, None))
+def test_a_sub_ganged_gang_s_domain_is_the_one_trying_every_domain_finds(switches: Any, gangs: Any, caps: Any) -> None:
+    """A gang with sub-gangs and a hard HyperNode topology (``sub_placement.place``) dry-runs its
+    sub-gangs and other members in each switch or spine by the least it could keep, stops once none
+    left could win, and keeps the winner's attempt when it was the last tried: the same decisions
+    as trying every domain (the sub-gangs' own domains inside it too) and placing the winner again.
+    The explicit example is a tie of bound and fit settled by name."""
+    _decided_as_trying_every_domain(_sub_gang_stream(switches, gangs, caps))
 
 
 def test_a_domain_whose_bound_ties_the_fit_is_still_tried_by_name() -> None:
@@ -243,11 +370,8 @@ def test_a_domain_whose_bound_ties_the_fit_is_still_tried_by_name() -> None:
     lines.append(b.added(group))
     lines.extend(b.added(b.pod(f"g0-{p}", cpu="2", group="g0")) for p in range(2))
     lines += [b.marker(1), b.marker(2)]
-    bounded = _run(lines, HIERARCHY)[1]
+    bounded = _decided_as_trying_every_domain(lines)
     assert [(d["target"]["name"], d["node"]) for d in bounded if d["kind"] == "Bind"] == [
         ("g0-0", "n-a"),
         ("g0-1", "n-a"),
     ]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(placement, "best_domain", _every_domain)
-        assert _run(lines, HIERARCHY)[1] == bounded
