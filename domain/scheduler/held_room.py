@@ -61,14 +61,18 @@ class Held:
     lent: dict[str, ResourceList] | None = None  # per node, what the statement holds, once asked (``lent_room``)
 
 
+def _fits(room: ResourceList, need: ResourceList) -> bool:
+    return all(room.get(name, 0) >= amount for name, amount in need.items())
+
+
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
     """When a node with ``room`` free now first has ``need`` free, as its pods of known end leave."""
-    if all(room.get(name, 0) >= amount for name, amount in need.items()):
+    if _fits(room, need):
         return now
     free = dict(room)
     for end, freed in ends:
         quantity.add(free, freed)
-        if all(free.get(name, 0) >= amount for name, amount in need.items()):
+        if _fits(free, need):
             return end
     return math.inf
 
@@ -115,7 +119,7 @@ class _Offer:
     idle: ResourceList | None  # None: the member cannot run there (the free room is not read)
     ends: list[tuple[float, ResourceList]]
     facts: Facts
-    ready: bool  # it frees up now: ``facts``' time is the instant it was read at
+    ready: bool  # its free room holds the member now: ``facts``' time is the instant it was read at
 
 
 @dataclass(slots=True, eq=False)
@@ -132,7 +136,9 @@ _Untouched = tuple[dict[int, Facts], dict[int, _Offer]]
 
 
 def _offers(session: Session, like: tuple[object, ...]) -> dict[int, _Offer]:
-    """The kept offers of ``like``: those of the last session that held members of it, for this one."""
+    """The kept offers of ``like``, shared by the gangs of this session that hold members of it:
+    those of the last session that held any gang, if it held members of ``like`` (at most one
+    per node for each likeness that session held)."""
     kept = session.kept.get(OFFERS)
     if not isinstance(kept, _Offers) or kept.session is not session:
         before = kept.now if isinstance(kept, _Offers) else {}
@@ -144,20 +150,29 @@ def _offers(session: Session, like: tuple[object, ...]) -> dict[int, _Offer]:
 
 
 def _first_offer(
-    now: float, offers: dict[int, _Offer], index: int, node: NodeInfo, *, ends: Ends, facts: Callable[[NodeInfo], Facts]
+    now: float,
+    offers: dict[int, _Offer],
+    index: int,
+    node: NodeInfo,
+    *,
+    task: TaskInfo,
+    ends: Ends,
+    facts: Callable[[NodeInfo], Facts],
 ) -> Facts:
-    """What ``node``, which no member has taken yet, offers a member (``facts``): kept from an
-    earlier session while what it is read from is the same (``_Offer``)."""
+    """What ``node``, which no member has taken yet, offers ``task`` (``facts``): kept while what
+    it is read from is the same (``_Offer``), for the later members and gangs of its likeness."""
     known = offers.get(index)
     own = ends.get(node.name, [])
     if known is not None and known.node is node.node and known.allocatable == node.allocatable:
         if known.idle is None:
             return None
+        # A candidate's facts are never None (the check narrows the type).
         if known.idle == node.idle and known.ends == own and known.facts is not None:
             return (now, known.facts[1]) if known.ready else known.facts
     offer = facts(node)
     idle = None if offer is None else dict(node.idle)
-    offers[index] = _Offer(node.node, node.allocatable, idle, own, offer, offer is not None and offer[0] == now)
+    ready = offer is not None and _fits(node.idle, task.request)  # ``_free_at``'s first answer: now
+    offers[index] = _Offer(node.node, node.allocatable, idle, own, offer, ready)
     return offer
 
 
@@ -193,12 +208,13 @@ def _plan(
     *,
     untouched: dict[tuple[object, ...], _Untouched],
 ) -> Held | None:
-    """Hold a node for each of ``tasks`` in turn, the one ``rank`` puts first. For a member alike
-    the one before it, every node ranks as it did for that one but the node that one took, so
-    only that node is ranked again, into a heap of the others (a gang's members are mostly
-    alike); and what a node no member has taken yet offers a member is kept in ``untouched``
-    (per likeness, by node index), for the plans after, and for the holds of later sessions
-    while the node is as it was (``_first_offer``)."""
+    """Choose a node for each of ``tasks`` in turn, the one ``rank`` puts first (a plan takes no
+    room: ``hold`` has the chosen one take it). For a member alike the one before it, every node
+    ranks as it did for that one but the node that one took, so only that node is ranked again,
+    into a heap of the others (a gang's members are mostly alike); and what a node no member has
+    taken yet offers a member is kept in ``untouched`` (per likeness, by node index), for the
+    plans after, and for the holds of later sessions while the node is as it was
+    (``_first_offer``)."""
     snapshot = session.snapshot
     nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
@@ -225,7 +241,7 @@ def _plan(
             offer = seen[0][index]
         else:
             offer = seen[0][index] = _first_offer(
-                snapshot.now, seen[1], index, node, ends=ends, facts=partial(facts, task)
+                snapshot.now, seen[1], index, node, task=task, ends=ends, facts=partial(facts, task)
             )
         if offer is None:
             return None

@@ -505,3 +505,49 @@ def test_what_is_kept_is_the_room_the_attempt_saw(
     assert [key for key, same in kept if not same] == []
     if config is not LARGE_GANGS:  # without estimates or history nothing is lent
         assert sum(bool(holds) for holds in lent) > 1
+
+
+def test_a_kept_offer_is_read_again_when_its_node_room_ends_or_instant_tell_it_to() -> None:
+    """``_first_offer`` keeps what a node offered a member: used again while the node object, its
+    allocatable, its free room and its pods' ends are the same (a node that holds the member now
+    frees up at the new instant, one that frees up at a known end keeps it), read again when any
+    of them changes, and a node the member cannot run on stays so while the object and the
+    allocatable do."""
+    wire = b.node("p", cpu="2", memory="8Gi")
+    node = b.typed(wire)
+    tainted = b.typed({**wire, "spec": {"unschedulable": True}})
+    assert isinstance(node, Node) and isinstance(tainted, Node)
+    member = _task("g-0", "1")
+    allocatable = {"cpu": 2000, "pods": 110_000}
+    ends = {"p": [(50.0, {"cpu": 1000})]}
+    reads: list[float] = []  # the instants the offer was read at
+    offers: dict[int, held_room._Offer] = {}
+
+    def offer(info: NodeInfo, now: float, known: held_room.Ends = ends) -> held_room.Facts:
+        def read(n: NodeInfo) -> held_room.Facts:
+            reads.append(now)
+            if n.node.spec.unschedulable:
+                return None
+            return held_room._free_at(now, n.idle, member.request, known.get(n.name, [])), held_room._covered(
+                member, n.idle, {}
+            )
+
+        return held_room._first_offer(now, offers, 0, info, task=member, ends=known, facts=read)
+
+    free = NodeInfo("p", node, allocatable, {"cpu": 1000, "pods": 110_000}, {})
+    assert offer(free, 10.0) == (10.0, 2.0)  # its cpu and its pod slot covered
+    assert offer(free, 20.0) == (20.0, 2.0)  # it holds the member now: now is the new instant
+    assert len(reads) == 1
+    full = NodeInfo("p", node, allocatable, {"cpu": 0, "pods": 110_000}, {})
+    assert offer(full, 30.0) == (50.0, 1.0)  # another free room: read again
+    assert offer(full, 40.0) == (50.0, 1.0)  # frees up at a known end: kept as it is
+    assert offer(full, 40.0, {"p": [(60.0, {"cpu": 1000})]}) == (60.0, 1.0)  # other ends: read again
+    assert offer(NodeInfo("p", node, {"cpu": 4000}, full.idle, {}), 40.0) == (50.0, 1.0)  # other allocatable
+    assert len(reads) == 4
+    assert offer(NodeInfo("p", tainted, allocatable, full.idle, {}), 40.0) is None  # another node object
+    assert offer(NodeInfo("p", tainted, allocatable, free.idle, {}), 40.0) is None  # still unschedulable
+    assert len(reads) == 5
+    # Freeing up at a known end that is the instant is not holding the member now: kept as it is.
+    assert offer(full, 50.0) == (50.0, 1.0)
+    assert offer(full, 55.0) == (50.0, 1.0)
+    assert len(reads) == 6
