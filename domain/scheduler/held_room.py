@@ -34,19 +34,17 @@ from dataclasses import dataclass
 from functools import partial
 
 from domain import quantity
-from domain.objects.core import Node
 from domain.quantity import ResourceList
 from domain.recorded import HeldRoom
-from domain.scheduler import runtimes
+from domain.scheduler import node_offers, runtimes
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo, TaskInfo
+from domain.scheduler.node_offers import Facts, Untouched
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.predicates import fit_failures
 from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Key, Session
 from domain.scheduler.statement import Statement
-
-OFFERS = "held-room-offers"
 
 
 @dataclass(slots=True, eq=False)
@@ -61,18 +59,14 @@ class Held:
     lent: dict[str, ResourceList] | None = None  # per node, what the statement holds, once asked (``lent_room``)
 
 
-def _fits(room: ResourceList, need: ResourceList) -> bool:
-    return all(room.get(name, 0) >= amount for name, amount in need.items())
-
-
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
     """When a node with ``room`` free now first has ``need`` free, as its pods of known end leave."""
-    if _fits(room, need):
+    if node_offers.fits(room, need):
         return now
     free = dict(room)
     for end, freed in ends:
         quantity.add(free, freed)
-        if _fits(free, need):
+        if node_offers.fits(free, need):
             return end
     return math.inf
 
@@ -91,9 +85,6 @@ def _covered(task: TaskInfo, idle: ResourceList, taken: ResourceList) -> float:
 Choice = Callable[[float, float, int], tuple[float, float, int] | None]
 """A node's rank for a member from (when it frees up for it, how much of it it covers now, its
 index), the least first; None: not a candidate."""
-Facts = tuple[float, float] | None
-"""What a node offers a member: when it frees up for it and how much of it it covers now; None
-when the member cannot run there."""
 
 
 def _first_free(free_at: float, cover: float, index: int) -> tuple[float, float, int]:
@@ -106,76 +97,6 @@ def _latest_by(shadow: float) -> Choice:
     return lambda free_at, cover, index: (-free_at, -cover, index) if free_at <= shadow else None
 
 
-@dataclass(slots=True, eq=False)
-class _Offer:
-    """What a node offered members of one likeness when no member had taken it yet, and what that
-    was read from: the node object, its allocatable, its free room and the known ends of its pods.
-    While all four are the same, so is the offer (the predicates read the node object and its
-    allocatable; when it frees up and how much it covers read its free room and ends), but for
-    a node that holds the member now, which frees up at the cycle's instant (``ready``)."""
-
-    node: Node
-    allocatable: ResourceList
-    idle: ResourceList | None  # None: the member cannot run there (the free room is not read)
-    ends: list[tuple[float, ResourceList]]
-    facts: Facts
-    ready: bool  # its free room holds the member now: ``facts``' time is the instant it was read at
-
-
-@dataclass(slots=True, eq=False)
-class _Offers:
-    """The offers of the last session's holds and of this one's, per likeness, by node index."""
-
-    session: Session
-    before: dict[tuple[object, ...], dict[int, _Offer]]
-    now: dict[tuple[object, ...], dict[int, _Offer]]
-
-
-_Untouched = tuple[dict[int, Facts], dict[int, _Offer]]
-"""What the nodes no member has taken offer members of one likeness: in this hold, and as kept."""
-
-
-def _offers(session: Session, like: tuple[object, ...]) -> dict[int, _Offer]:
-    """The kept offers of ``like``, shared by the gangs of this session that hold members of it:
-    those of the last session that held any gang, if it held members of ``like`` (at most one
-    per node for each likeness that session held)."""
-    kept = session.kept.get(OFFERS)
-    if not isinstance(kept, _Offers) or kept.session is not session:
-        before = kept.now if isinstance(kept, _Offers) else {}
-        kept = session.kept[OFFERS] = _Offers(session, before, {})  # only the likenesses held last time stay
-    offers = kept.now.get(like)
-    if offers is None:
-        offers = kept.now[like] = kept.before.pop(like, {})
-    return offers
-
-
-def _first_offer(
-    now: float,
-    offers: dict[int, _Offer],
-    index: int,
-    node: NodeInfo,
-    *,
-    task: TaskInfo,
-    ends: Ends,
-    facts: Callable[[NodeInfo], Facts],
-) -> Facts:
-    """What ``node``, which no member has taken yet, offers ``task`` (``facts``): kept while what
-    it is read from is the same (``_Offer``), for the later members and gangs of its likeness."""
-    known = offers.get(index)
-    own = ends.get(node.name, [])
-    if known is not None and known.node is node.node and known.allocatable == node.allocatable:
-        if known.idle is None:
-            return None
-        # A candidate's facts are never None (the check narrows the type).
-        if known.idle == node.idle and known.ends == own and known.facts is not None:
-            return (now, known.facts[1]) if known.ready else known.facts
-    offer = facts(node)
-    idle = None if offer is None else dict(node.idle)
-    ready = offer is not None and _fits(node.idle, task.request)  # ``_free_at``'s first answer: now
-    offers[index] = _Offer(node.node, node.allocatable, idle, own, offer, ready)
-    return offer
-
-
 def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
     requests, in task order); None when the empty cluster could not hold them."""
@@ -183,7 +104,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
     ends = runtimes.ends(snapshot)
-    untouched: dict[tuple[object, ...], _Untouched] = {}  # each plan starts from the same room: shared
+    untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
     held = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
     if held is None:
         return None
@@ -206,7 +127,7 @@ def _plan(
     ends: Ends,
     rank: Choice,
     *,
-    untouched: dict[tuple[object, ...], _Untouched],
+    untouched: dict[tuple[object, ...], Untouched],
 ) -> Held | None:
     """Choose a node for each of ``tasks`` in turn, the one ``rank`` puts first (a plan takes no
     room: ``hold`` has the chosen one take it). For a member alike the one before it, every node
@@ -214,7 +135,7 @@ def _plan(
     into a heap of the others (a gang's members are mostly alike); and what a node no member has
     taken yet offers a member is kept in ``untouched`` (per likeness, by node index), for the
     plans after, and for the holds of later sessions while the node is as it was
-    (``_first_offer``)."""
+    (``node_offers``)."""
     snapshot = session.snapshot
     nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
@@ -233,14 +154,14 @@ def _plan(
         return free_at, _covered(task, node.idle, taken)
 
     def ranked(
-        task: TaskInfo, seen: _Untouched, index: int, node: NodeInfo
+        task: TaskInfo, seen: Untouched, index: int, node: NodeInfo
     ) -> tuple[tuple[float, float, int], float] | None:
         if node.name in planned:
             offer = facts(task, node)
         elif index in seen[0]:
             offer = seen[0][index]
         else:
-            offer = seen[0][index] = _first_offer(
+            offer = seen[0][index] = node_offers.first(
                 snapshot.now, seen[1], index, node, task=task, ends=ends, facts=partial(facts, task)
             )
         if offer is None:
@@ -250,7 +171,7 @@ def _plan(
 
     for task in tasks:
         previous, like = like, _likeness(task)
-        seen = untouched.get(like) or untouched.setdefault(like, ({}, _offers(session, like)))
+        seen = untouched.get(like) or untouched.setdefault(like, ({}, node_offers.kept(session, like)))
         if like == previous:
             entry = ranked(task, seen, chosen_index, nodes[chosen_index])
             if entry is not None:

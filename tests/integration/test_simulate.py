@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from domain.scheduler import held_room
+from domain.scheduler import node_offers
 from services.cli import main
 from services.traces import kueue_shape
 from services.traces.native import write_native
@@ -126,9 +126,9 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
     args = (str(trace), "--format", "swf", "--arrival-scale", "2.5", "--config", str(policy))
     read = {"kept": 0, "none kept": 0}
 
-    offer = held_room._Offer
+    offer = node_offers.Offer
 
-    def counted(way: str) -> type[held_room._Offer]:
+    def counted(way: str) -> type[node_offers.Offer]:
         class Counted(offer):
             __slots__ = ()
 
@@ -138,10 +138,10 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
 
         return Counted
 
-    monkeypatch.setattr(held_room, "_Offer", counted("kept"))
+    monkeypatch.setattr(node_offers, "Offer", counted("kept"))
     kept = simulate(tmp_path / "kept", *args)
-    monkeypatch.setattr(held_room, "_Offer", counted("none kept"))
-    monkeypatch.setattr(held_room, "_offers", lambda session, like: {})
+    monkeypatch.setattr(node_offers, "Offer", counted("none kept"))
+    monkeypatch.setattr(node_offers, "kept", lambda session, like: {})
     none_kept = simulate(tmp_path / "none-kept", *args)
     for name in ("events.jsonl", "decisions.jsonl"):
         assert (kept / name).read_bytes() == (none_kept / name).read_bytes()

@@ -21,13 +21,14 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
-from domain.scheduler import held_room, retry, runtimes
+from domain.scheduler import held_room, node_offers, retry, runtimes
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.object_facts import seconds
 from domain.scheduler.plugins.sla import waiting_time
+from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Session
 from domain.scheduler.snapshot import Snapshot
 from services.record_files import read_records
@@ -508,7 +509,7 @@ def test_what_is_kept_is_the_room_the_attempt_saw(
 
 
 def test_a_kept_offer_is_read_again_when_its_node_room_ends_or_instant_tell_it_to() -> None:
-    """``_first_offer`` keeps what a node offered a member: used again while the node object, its
+    """``node_offers.first`` keeps what a node offered a member: used again while the node object, its
     allocatable, its free room and its pods' ends are the same (a node that holds the member now
     frees up at the new instant, one that frees up at a known end keeps it), read again when any
     of them changes, and a node the member cannot run on stays so while the object and the
@@ -521,10 +522,10 @@ def test_a_kept_offer_is_read_again_when_its_node_room_ends_or_instant_tell_it_t
     allocatable = {"cpu": 2000, "pods": 110_000}
     ends = {"p": [(50.0, {"cpu": 1000})]}
     reads: list[float] = []  # the instants the offer was read at
-    offers: dict[int, held_room._Offer] = {}
+    offers: dict[int, node_offers.Offer] = {}
 
-    def offer(info: NodeInfo, now: float, known: held_room.Ends = ends) -> held_room.Facts:
-        def read(n: NodeInfo) -> held_room.Facts:
+    def offer(info: NodeInfo, now: float, known: Ends = ends) -> node_offers.Facts:
+        def read(n: NodeInfo) -> node_offers.Facts:
             reads.append(now)
             if n.node.spec.unschedulable:
                 return None
@@ -532,7 +533,7 @@ def test_a_kept_offer_is_read_again_when_its_node_room_ends_or_instant_tell_it_t
                 member, n.idle, {}
             )
 
-        return held_room._first_offer(now, offers, 0, info, task=member, ends=known, facts=read)
+        return node_offers.first(now, offers, 0, info, task=member, ends=known, facts=read)
 
     free = NodeInfo("p", node, allocatable, {"cpu": 1000, "pods": 110_000}, {})
     assert offer(free, 10.0) == (10.0, 2.0)  # its cpu and its pod slot covered

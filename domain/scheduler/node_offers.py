@@ -1,0 +1,107 @@
+"""Node offers: what a node that no member of a held gang has taken yet offers a member (when
+it frees up for the member and how much of the member its free room covers, or that the member
+cannot run there), kept between cycles for ``held_room``'s plans.
+
+An offer reads the node object and its allocatable (the predicates, with the allocatable as the
+room: could the member run there once the node is empty), the node's free room and the known
+ends of its pods (when it frees up, how much it covers), and the cycle's instant in two ways
+only: a node whose free room holds the member now frees up now, and predicted ends are raised
+past the instant (so the ends list changes with it when it matters). So an offer is used again,
+for the later members and gangs of its likeness (shape and request) in the session and in the
+sessions after, while the node object, the allocatable, the free room and the ends list are the
+same; one that frees up now is given the new instant. Only the likenesses held in the last
+session that held anything are kept, at most one offer per node each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from domain.objects.core import Node
+from domain.quantity import ResourceList
+from domain.scheduler.infos import TaskInfo
+from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.runtimes import Ends
+from domain.scheduler.session import Session
+
+KEPT = "held-room-offers"
+
+Facts = tuple[float, float] | None
+"""What a node offers a member: when it frees up for it and how much of it it covers now; None
+when the member cannot run there."""
+
+
+def fits(room: ResourceList, need: ResourceList) -> bool:
+    """Whether ``room`` holds ``need``."""
+    return all(room.get(name, 0) >= amount for name, amount in need.items())
+
+
+@dataclass(slots=True, eq=False)
+class Offer:
+    """What a node offered members of one likeness when no member had taken it yet, and what that
+    was read from: the node object, its allocatable, its free room and the known ends of its pods.
+    While all four are the same, so is the offer (the predicates read the node object and its
+    allocatable; when it frees up and how much it covers read its free room and ends), but for
+    a node that holds the member now, which frees up at the cycle's instant (``ready``)."""
+
+    node: Node
+    allocatable: ResourceList
+    idle: ResourceList | None  # None: the member cannot run there (the free room is not read)
+    ends: list[tuple[float, ResourceList]]
+    facts: Facts
+    ready: bool  # its free room holds the member now: ``facts``' time is the instant it was read at
+
+
+@dataclass(slots=True, eq=False)
+class _Kept:
+    """The offers of the last session's holds and of this one's, per likeness, by node index."""
+
+    session: Session
+    before: dict[tuple[object, ...], dict[int, Offer]]
+    now: dict[tuple[object, ...], dict[int, Offer]]
+
+
+Untouched = tuple[dict[int, Facts], dict[int, Offer]]
+"""What the nodes no member has taken offer members of one likeness: in this hold, and as kept."""
+
+
+def kept(session: Session, like: tuple[object, ...]) -> dict[int, Offer]:
+    """The kept offers of ``like``, shared by the gangs of this session that hold members of it:
+    those of the last session that held any gang, if it held members of ``like`` (at most one
+    per node for each likeness that session held)."""
+    memo = session.kept.get(KEPT)
+    if not isinstance(memo, _Kept) or memo.session is not session:
+        before = memo.now if isinstance(memo, _Kept) else {}
+        memo = session.kept[KEPT] = _Kept(session, before, {})  # only the likenesses held last time stay
+    offers = memo.now.get(like)
+    if offers is None:
+        offers = memo.now[like] = memo.before.pop(like, {})
+    return offers
+
+
+def first(
+    now: float,
+    offers: dict[int, Offer],
+    index: int,
+    node: NodeInfo,
+    *,
+    task: TaskInfo,
+    ends: Ends,
+    facts: Callable[[NodeInfo], Facts],
+) -> Facts:
+    """What ``node``, which no member has taken yet, offers ``task`` (``facts``): kept while what
+    it is read from is the same (``Offer``), for the later members and gangs of its likeness."""
+    known = offers.get(index)
+    own = ends.get(node.name, [])
+    if known is not None and known.node is node.node and known.allocatable == node.allocatable:
+        if known.idle is None:
+            return None
+        # A candidate's facts are never None (the check narrows the type).
+        if known.idle == node.idle and known.ends == own and known.facts is not None:
+            return (now, known.facts[1]) if known.ready else known.facts
+    offer = facts(node)
+    idle = None if offer is None else dict(node.idle)
+    ready = offer is not None and fits(node.idle, task.request)  # ``held_room._free_at`` says now
+    offers[index] = Offer(node.node, node.allocatable, idle, own, offer, ready)
+    return offer
