@@ -51,16 +51,16 @@ class GangSpec:
 nodes_st = st.lists(
     st.tuples(st.integers(2, 8), st.integers(0, 4), st.sampled_from(["ib-x", "ib-y"])), min_size=1, max_size=6
 )
+# What every generated gang draws alike: its members' cpu, its queue and its priority.
+MEMBERS = {"cpu": st.integers(1, 4), "queue": st.sampled_from(LEAVES), "priority": st.integers(0, 2)}
 gangs_st = st.lists(
     st.builds(
         GangSpec,
         size=st.integers(1, 4),
         min_member=st.integers(1, 4),
-        cpu=st.integers(1, 4),
         gpu=st.integers(0, 2),
-        queue=st.sampled_from(LEAVES),
         ib=st.booleans(),
-        priority=st.integers(0, 2),
+        **MEMBERS,
     ),
     min_size=1,
     max_size=6,
@@ -283,10 +283,8 @@ sub_gangs_st = st.lists(
         sub_tier=st.none() | st.integers(1, 2),
         tier=st.integers(1, 2),
         min_member=st.integers(1, 3),
-        cpu=st.integers(1, 4),
         gpu=st.sampled_from([0, 0, 1]),
-        queue=st.sampled_from(LEAVES),
-        priority=st.integers(0, 2),
+        **MEMBERS,
     ),
     min_size=1,
     max_size=4,
