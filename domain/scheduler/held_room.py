@@ -56,7 +56,6 @@ class Held:
     statement: Statement
     places: list[tuple[TaskInfo, str]]
     shadow: float
-    lent: dict[str, ResourceList] | None = None  # per node, what the statement holds, once asked (``lent_room``)
 
 
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
@@ -110,7 +109,8 @@ def hold(session: Session, job: JobInfo) -> Held | None:
         return None
     if held.shadow < math.inf:
         held = _plan(session, job, tasks, ends, _latest_by(held.shadow), untouched=untouched) or held
-    hold_again(session, [held])  # plans take no room: the one chosen takes it now
+    for task, node in held.places:  # plans take no room: the one chosen takes it now
+        held.statement.hold(task, node)
     return held
 
 
@@ -214,39 +214,29 @@ def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
 
 def lent_room(lent: list[Held]) -> dict[str, ResourceList]:
     """Per node, what the holds of ``lent`` keep there: the room lending them gives back. For
-    one hold (most often), the same dict for every job lent it until it is held again (never
-    change it)."""
+    one hold (most often), the same dict for every job lent it while its room is the same
+    (never change it)."""
     if len(lent) == 1:
-        return _lent(lent[0])
+        return lent[0].statement.held_totals()
     room: dict[str, ResourceList] = {}
     for held in lent:
-        for node, taken in _lent(held).items():
+        for node, taken in held.statement.held_totals().items():
             quantity.add(room.setdefault(node, {}), taken)
     return room
-
-
-def _lent(held: Held) -> dict[str, ResourceList]:
-    """Per node, what ``held``'s statement holds, summed once until it is held again."""
-    if held.lent is None:
-        held.lent = {}
-        for node, taken in held.statement.holding():
-            quantity.add(held.lent.setdefault(node, {}), taken)
-    return held.lent
 
 
 def lend(lent: list[Held]) -> None:
     """Give back the room of the holds of ``lent`` (from ``lendable``) for one job's attempt,
     to be held again after it (``hold_again``)."""
     for held in reversed(lent):
-        held.statement.discard()
+        held.statement.give_back()
 
 
-def hold_again(session: Session, lent: list[Held]) -> None:
-    """Each lent hold takes again what its nodes still have free of its tasks' requests."""
+def hold_again(lent: list[Held]) -> None:
+    """Each lent hold takes again what its nodes have free of its tasks' requests (on the nodes
+    the attempt left as they were, what it held before: ``Statement.hold_again``)."""
     for held in lent:
-        held.statement, held.lent = Statement(session), None
-        for task, node in held.places:
-            held.statement.hold(task, node)
+        held.statement.hold_again()
 
 
 def register(session: Session, plugin: str, order: Callable[[JobInfo], Key], permit: Callable[[JobInfo], Vote]) -> None:

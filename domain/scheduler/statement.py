@@ -5,6 +5,9 @@ This is how a gang is all-or-nothing: allocate places the members one by one in 
 and commits only when the job is ready (Volcano's framework/statement.go). A pipelined task
 holds room on a node that evicted pods are still releasing: its node's idle shrinks as for a
 placement, but its queue is not charged until it binds (as Volcano's Pipelined status).
+A Hold (``held_room``) keeps a waiting task's room from later jobs; it is given back for a job
+it is lent to and taken again after that job's attempt, at once on the nodes the attempt left
+as they were.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class Statement:
     operations: list[tuple[Operation, TaskInfo, str]] = field(default_factory=list)
     _prior: dict[int, TaskStatus] = field(default_factory=dict)  # id(task) -> status before its eviction
     _held: list[ResourceList] = field(default_factory=list)  # what each Hold took, in order
+    _bases: dict[str, ResourceList] = field(default_factory=dict)  # per node, its free room before its Holds took
+    _totals: dict[str, ResourceList] | None = None  # per node, what its Holds took (``held_totals``)
 
     def allocate(self, task: TaskInfo, node: str) -> None:
         snapshot = self.session.snapshot
@@ -62,16 +67,54 @@ class Statement:
     def hold(self, task: TaskInfo, node: str) -> None:
         """``task`` keeps what ``node`` has free of its request, up to all of it, from every later
         placement of the session; it stays pending and its queue is not charged."""
-        info = self.session.snapshot.nodes[node]
-        taken = {name: min(amount, max(info.idle.get(name, 0), 0)) for name, amount in task.request.items()}
+        idle = self.session.snapshot.nodes[node].idle
+        self._bases.setdefault(node, dict(idle))
+        taken = {name: min(amount, max(idle.get(name, 0), 0)) for name, amount in task.request.items()}
         self._take(node, taken, +1)
         self.operations.append((Operation.HOLD, task, node))
         self._held.append(taken)
+        self._totals = None
 
     def holding(self) -> list[tuple[str, ResourceList]]:
         """Each Hold's node and what it took there, in order."""
         nodes = [node for op, _, node in self.operations if op is Operation.HOLD]
         return list(zip(nodes, self._held, strict=True))
+
+    def held_totals(self) -> dict[str, ResourceList]:
+        """Per node, what its Holds took: the same dict until a Hold takes otherwise (never change it)."""
+        if self._totals is None:
+            self._totals = {}
+            for node, taken in self.holding():
+                quantity.add(self._totals.setdefault(node, {}), taken)
+        return self._totals
+
+    def give_back(self) -> None:
+        """The Holds' room comes back to their nodes for a while (``hold_again`` takes it again)."""
+        for node, total in reversed(self.held_totals().items()):
+            self._take(node, total, -1)
+
+    def hold_again(self) -> None:
+        """After ``give_back``: each Hold takes again what its node has free of its request, in the
+        same order. On a node whose free room is what it was when its Holds took theirs, each
+        takes what it took (a Hold reads only its node's free room and its request), at once."""
+        nodes = self.session.snapshot.nodes
+        again: dict[str, ResourceList] = {}  # the nodes whose free room changed: their Holds take afresh
+        for node, total in self.held_totals().items():
+            if _same(nodes[node].idle, self._bases[node]):
+                self._take(node, total, +1)
+            else:
+                again[node] = dict(nodes[node].idle)
+        if not again:
+            return
+        self._bases.update(again)
+        self._totals = None
+        held = (item for item in self.operations if item[0] is Operation.HOLD)
+        for index, (_, task, node) in enumerate(held):
+            if node in again:
+                idle = nodes[node].idle
+                taken = {name: min(amount, max(idle.get(name, 0), 0)) for name, amount in task.request.items()}
+                self._take(node, taken, +1)
+                self._held[index] = taken
 
     def placed(self) -> int:
         return sum(1 for op, _, _ in self.operations if op is Operation.ALLOCATE)
@@ -107,7 +150,7 @@ class Statement:
             else:
                 self._hold(task, node, +1)
                 self._move(task, TaskStatus.PIPELINED, node)
-        self.operations = []
+        self.operations, self._bases, self._totals = [], {}, None
 
     def _place(self, task: TaskInfo, node: str, sign: int) -> None:
         """Place (+1) or take back (-1) an allocation; ``allocate``, ``commit`` and ``discard``
@@ -149,3 +192,8 @@ class Statement:
         if queue is not None:
             quantity.add(queue.allocated, delta)
         self.session.allocated(task, sign)
+
+
+def _same(room: ResourceList, other: ResourceList) -> bool:
+    """Whether two free rooms are equal, a resource missing from one being none of it."""
+    return room == other or all(room.get(name, 0) == other.get(name, 0) for name in room.keys() | other.keys())

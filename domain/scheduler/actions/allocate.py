@@ -86,7 +86,7 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     again = _place(session, job, held, failed, holds, covered=keep)
     if keep:
         retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
-    held_room.hold_again(session, lent)
+    held_room.hold_again(lent)
     return again
 
 

@@ -11,7 +11,10 @@ import io
 from typing import cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
@@ -199,3 +202,50 @@ def test_placements_all_discarded_take_the_job_back_to_its_stamp() -> None:
     assert job.tally().pending == at_rest.pending == tasks and job.placed() == 0
     statement.allocate(tasks[0], "n1")
     assert job.stamp not in (stamp, moved.stamp) and job.placed() == 1
+
+
+NODES = ("a", "b", "c")
+ROOM = st.fixed_dictionaries({"cpu": st.integers(-1000, 3000)}, optional={"memory": st.integers(0, 4)})
+ASKS = st.lists(
+    st.tuples(st.sampled_from(NODES), st.integers(0, 2000), st.none() | st.integers(0, 3)), min_size=1, max_size=6
+)
+CHANGES = st.lists(st.dictionaries(st.sampled_from(NODES), ROOM), max_size=3)  # per turn, what each node gains
+
+
+def _held(rooms: dict[str, dict[str, int]], asks: list[tuple[str, int, int | None]]) -> tuple[Statement, Snapshot]:
+    """A statement whose Holds take what ``asks`` (node, cpu, memory) ask of nodes with ``rooms`` free."""
+    node = b.typed(b.node("n", cpu="4", memory="8"))
+    assert isinstance(node, Node)
+    nodes = {name: NodeInfo(name, node, {"cpu": 4000}, dict(room), {}) for name, room in rooms.items()}
+    snapshot = Snapshot(nodes, {}, {}, [], [], {})
+    statement = Statement(Session(snapshot, SchedulerConfig()))
+    for n, (where, cpu, memory) in enumerate(asks):
+        pod = b.typed(b.pod(f"t{n}", cpu="1"))
+        assert isinstance(pod, Pod)
+        request = {"cpu": cpu} | ({} if memory is None else {"memory": memory})
+        statement.hold(TaskInfo(ObjectKey(f"ns/t{n}"), pod, ObjectKey("ns/g"), request, TaskStatus.PENDING), where)
+    return statement, snapshot
+
+
+@given(st.fixed_dictionaries(dict.fromkeys(NODES, ROOM)), ASKS, CHANGES)
+def test_room_held_again_is_what_holding_it_afresh_takes(
+    rooms: dict[str, dict[str, int]], asks: list[tuple[str, int, int | None]], changes: list[dict[str, dict[str, int]]]
+) -> None:
+    """Holds given back (lent) and taken again, turn after turn while the nodes' free room changes
+    or comes back as it was, take what holding afresh on that free room takes, and their totals
+    per node are their sums: the Holds on a node whose free room is as it was when they took
+    theirs take the same again at once, the others afresh."""
+    statement, snapshot = _held(rooms, asks)
+    for change in [*changes, *[{node: {k: -v for k, v in gain.items()} for node, gain in change.items()}
+                               for change in reversed(changes)], {}]:  # fmt: skip
+        statement.give_back()
+        for node, gain in change.items():
+            quantity.add(snapshot.nodes[node].idle, gain)
+            quantity.add(rooms[node], gain)
+        statement.hold_again()
+        fresh, again = _held(rooms, asks)
+        assert statement.holding() == fresh.holding()
+        assert {name: info.idle for name, info in snapshot.nodes.items()} == {
+            name: info.idle for name, info in again.nodes.items()
+        }
+        assert statement.held_totals() == fresh.held_totals()
