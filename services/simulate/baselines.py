@@ -35,13 +35,7 @@ from services.traces.model import Job, Node, Trace
 
 Placement = list[int]  # the node index of each task
 _ARRIVE, _FINISH = 1, 0  # at equal times, finishes free their room before arrivals look for it
-
-
-def _fits(free: ResourceList, request: ResourceList) -> bool:
-    for name, amount in request.items():  # noqa: SIM110 (all() over a generator is twice as slow here)
-        if free.get(name, 0) < amount:
-            return False
-    return True
+TALLIES = 64  # shapes whose tallies are kept at once
 
 
 Affinity = tuple[tuple[str, tuple[str, ...]], ...]
@@ -71,18 +65,17 @@ def _copies(room: ResourceList, request: ResourceList, most: int = 1 << 30) -> i
 
 @dataclass
 class _Tally:
-    """How many tasks of one job's ``request`` each node it may use can take, and in all: its
+    """How many tasks of one ``request`` each node a job may use can take, and in all: a job's
     tasks are alike, so first fit places them all exactly when ``total`` reaches their number."""
 
-    job: str
     request: ResourceList
     copies: dict[int, int]
     total: int
 
     @classmethod
-    def of(cls, job: str, request: ResourceList, free: list[ResourceList], allowed: list[int]) -> _Tally:
+    def of(cls, request: ResourceList, free: list[ResourceList], allowed: list[int]) -> _Tally:
         copies = {index: _copies(free[index], request) for index in allowed}
-        return cls(job, request, copies, sum(copies.values()))
+        return cls(request, copies, sum(copies.values()))
 
     def update(self, free: list[ResourceList], indices: Placement) -> None:
         """The rooms of ``indices`` in ``free`` changed."""
@@ -99,7 +92,11 @@ class _Cluster:
     free: list[ResourceList]
     _allowed: dict[Affinity, list[int]] = field(default_factory=dict)
     _affinities: dict[str, Affinity] = field(default_factory=dict)  # job id -> its affinity, made once
-    head: _Tally | None = None  # the queue head's tally on ``free``, kept as its rooms change
+    _shapes: dict[str, tuple[object, ...]] = field(default_factory=dict)  # job id -> its shape (``shape``)
+    # Per node affinity and request asked (a shape): its tally on ``free``, kept as the rooms
+    # change, so whether a job fits now is one look (most traces have a few shapes; past
+    # ``TALLIES`` they are dropped and counted again when asked).
+    _tallies: dict[tuple[object, ...], _Tally] = field(default_factory=dict)
     # Per node affinity and request: the first node (by index) that may still have room for one
     # task. Room in ``free`` only shrinks until a release, and a release lowers each start to the
     # first node it gave room back on, so no node before a start can take its request.
@@ -145,8 +142,10 @@ class _Cluster:
         The tasks are alike and room only shrinks as they are placed, so first fit puts as many
         as fit on the first node with room, then goes on to the next: one pass over the nodes."""
         free = self.free if free is None else free
+        key = self.shape(job, request) if free is self.free else None
+        if key is not None and self._tally(key, job, request).total < job.tasks:
+            return None  # its tally says first fit would not place it all
         allowed = self.allowed(job)
-        key = _start_key(self.affinity(job), request) if free is self.free else None
         start = 0 if key is None else bisect.bisect_left(allowed, self._starts.get(key, 0))
         wanted = job.tasks
         placement: Placement = []
@@ -171,9 +170,9 @@ class _Cluster:
             add(rooms[index], taken)
         if rooms is self.free:
             if placement:  # the nodes before the last one taken from are now full for it
-                self._starts[_start_key(self.affinity(job), request)] = placement[-1]
-            if self.head is not None:
-                self.head.update(rooms, placement)
+                self._starts[self.shape(job, request)] = placement[-1]
+            for tally in self._tallies.values():
+                tally.update(rooms, placement)
 
     def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
         rooms = self.free if free is None else free
@@ -184,19 +183,27 @@ class _Cluster:
             for key, start in self._starts.items():
                 if start > low:
                     self._starts[key] = low
-            if self.head is not None:
-                self.head.update(rooms, placement)
+            for tally in self._tallies.values():
+                tally.update(rooms, placement)
 
-    def head_tally(self, job: Job, request: ResourceList) -> _Tally:
-        """The tally of ``job`` (the queue's head, which did not fit) on the room now, kept from
-        then on as the rooms change."""
-        if self.head is None or self.head.job != job.id:
-            self.head = _Tally.of(job.id, request, self.free, self.allowed(job))
-        return self.head
+    def shape(self, job: Job, request: ResourceList) -> tuple[object, ...]:
+        """``job``'s node affinity and request (``request``: its own, always), made once."""
+        key = self._shapes.get(job.id)
+        if key is None:
+            key = self._shapes[job.id] = _start_key(self.affinity(job), request)
+        return key
 
-    def head_waits(self, job: Job) -> bool:
-        """Whether ``job`` is the head a tally says does not fit (False: not known, try it)."""
-        return self.head is not None and self.head.job == job.id and self.head.total < job.tasks
+    def tally(self, job: Job, request: ResourceList) -> _Tally:
+        """The tally of ``job``'s shape (its node affinity and request) on the room now."""
+        return self._tally(self.shape(job, request), job, request)
+
+    def _tally(self, key: tuple[object, ...], job: Job, request: ResourceList) -> _Tally:
+        tally = self._tallies.get(key)
+        if tally is None:
+            if len(self._tallies) >= TALLIES:
+                self._tallies.clear()
+            tally = self._tallies[key] = _Tally.of(request, self.free, self.allowed(job))
+        return tally
 
 
 @dataclass
@@ -271,8 +278,8 @@ class _Baseline:
         hold that many copies of its request in all: that count is kept as the running jobs'
         ends give their nodes back, one job at a time in end order."""
         free = [dict(room) for room in self.cluster.free]
-        current = self.cluster.head_tally(head, self.requests[head.id])
-        tally = _Tally(head.id, current.request, dict(current.copies), current.total)
+        current = self.cluster.tally(head, self.requests[head.id])
+        tally = _Tally(current.request, dict(current.copies), current.total)
         for end, _, job_id in self.planned:
             run = self.running[job_id]
             self.cluster.release(run.placement, self.requests[job_id], free)
@@ -288,12 +295,8 @@ class _Baseline:
             return
         while self.waiting:
             head = self.waiting[0]
-            request = self.requests[head.id]
-            if self.cluster.head_waits(head):
-                break  # its tally says first fit would not place it all
-            placement = self.cluster.place(head, request)
+            placement = self.cluster.place(head, self.requests[head.id])
             if placement is None:
-                self.cluster.head_tally(head, request)
                 break
             self.waiting.pop(0)
             self.start(head, placement, now)
@@ -308,48 +311,39 @@ class _Baseline:
         is None) and, when ``head`` has a shadow time, leaves it room then."""
         reservation = None if head is None else self.shadow(head, now)
         later_head: _Tally | None = None  # the head's tally on the room at the shadow time
-        # Room only shrinks while jobs are backfilled: a job that asks for at least what one that
-        # did not fit asked (as many tasks, each as large, on the same nodes) does not fit either,
-        # nor one asking for more of a resource than any node it may use had at the start.
-        failed: dict[Affinity, list[tuple[int, ResourceList]]] = {}
-        most: dict[Affinity, ResourceList] = {}  # affinity -> most free per resource
-        for job in list(self.waiting if head is None else self.waiting[1:]):
+        # Per shape, the fewest tasks of a job that fits now but would leave the head no room at
+        # its shadow time, since the last job started: first fit puts a job of as many tasks or
+        # more at least where that one went, so it would too (or does not fit now).
+        delaying: dict[tuple[object, ...], int] = {}
+        started: set[str] = set()
+        for job in self.waiting if head is None else self.waiting[1:]:
             request = self.requests[job.id]
-            affinity = self.cluster.affinity(job)
-            smaller = failed.setdefault(affinity, [])
-            if any(job.tasks >= tasks and _fits(request, less) for tasks, less in smaller):
-                continue
-            bound = most.get(affinity)
-            if bound is None:
-                bound = most[affinity] = {}
-                for index in self.cluster.allowed(job):
-                    for name, amount in self.cluster.free[index].items():
-                        if amount > bound.get(name, 0):
-                            bound[name] = amount
-            if any(amount > bound.get(name, 0) for name, amount in request.items()):
+            runtime = _planned(job)
+            outlives = reservation is not None and (runtime is None or now + runtime > reservation[0])
+            if outlives and job.tasks >= delaying.get(self.cluster.shape(job, request), job.tasks + 1):
                 continue
             placement = self.cluster.fit(job, request)  # taken below, once the head can spare it
             if placement is None:
-                # Keep only the smallest failures: one this failure covers tells nothing more.
-                smaller[:] = [(t, r) for t, r in smaller if not (t >= job.tasks and _fits(r, request))]
-                smaller.append((job.tasks, request))
                 continue
-            runtime = _planned(job)
-            outlives = reservation is not None and (runtime is None or now + runtime > reservation[0])
             if head is not None and reservation is not None and outlives:
                 later = reservation[1]  # the room at the shadow time, with this job still on its nodes
                 if later_head is None:
-                    later_head = _Tally.of(head.id, self.requests[head.id], later, self.cluster.allowed(head))
+                    later_head = _Tally.of(self.requests[head.id], later, self.cluster.allowed(head))
                 for index in placement:
                     add(later[index], {name: -amount for name, amount in request.items()})
                 later_head.update(later, placement)
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     self.cluster.release(placement, request, later)
                     later_head.update(later, placement)
+                    shape = self.cluster.shape(job, request)
+                    delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
                     continue
+            delaying.clear()
             self.cluster.take(job, placement, request)
-            self.waiting.remove(job)
+            started.add(job.id)
             self.start(job, placement, now)
+        if started:
+            self.waiting = [job for job in self.waiting if job.id not in started]
 
     def run(self) -> Outcome:
         empty = _Cluster.of(self.nodes)

@@ -1,7 +1,7 @@
 """services.simulate.baselines against an oracle: FCFS, EASY backfill and greedy written the slow, plain
 way (every check a fresh first fit over every node), on random traces of gangs with node
 affinity, unknown durations and jobs that never fit. The baselines count and skip instead of
-placing again (a head's tally, the shadow time by counting, backfill candidates like one that
+placing again (each shape's tally, the shadow time by counting, backfill candidates like one that
 failed); they must start and end every job exactly when the oracle does."""
 
 from __future__ import annotations
@@ -163,3 +163,18 @@ def test_a_backfill_taken_back_leaves_the_next_job_of_its_shape_the_room_it_gave
     times = {job_id: (r.start, r.end) for job_id, r in outcome.jobs.items()}
     assert times == oracle(trace, "easy")
     assert times["j3"][0] == 10 and times["j5"] == (1, 6)
+
+
+def test_a_job_like_one_that_would_delay_the_head_is_tried_again_once_a_backfill_moved_the_room() -> None:
+    """The head j2 fits at 10, on n1 and n2. j3 fits now on n2 but outlives 10 and would leave
+    the head one node then: taken back. j4, of j3's shape, ends by 10 and takes n2 now; so j5,
+    j3's twin, goes to n3, which the head does not need: it starts now, though j3 did not."""
+    nodes = tuple(Node(f"n{i}", {"cpu": cpu, "memory": "8Gi"}) for i, cpu in enumerate(["4", "4", "4", "2"]))
+    rows = [("j0", 0, 100, 1, "4"), ("j1", 0, 10, 1, "4"), ("j2", 1, 10, 2, "4"), ("j3", 1, 50, 1, "2"),
+            ("j4", 1, 5, 2, "2"), ("j5", 1, 50, 1, "2")]  # fmt: skip
+    jobs = tuple(Job(name, submit, run, tasks=tasks, requests={"cpu": cpu}) for name, submit, run, tasks, cpu in rows)
+    trace = Trace(jobs, nodes)
+    outcome = easy(trace, nodes)
+    times = {job_id: (r.start, r.end) for job_id, r in outcome.jobs.items()}
+    assert times == oracle(trace, "easy")
+    assert times["j2"][0] == 10 and times["j3"][0] > 10 and times["j4"] == (1, 6) and times["j5"] == (1, 51)
