@@ -202,14 +202,19 @@ def room_of(held: Held) -> HeldRoom:
 def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     """The holds ``job`` cannot delay, whose room it may use: its own estimate ends by the
     hold's shadow time."""
-    if not holds or not any(held.shadow < math.inf for held in holds):  # most cycles hold nothing
-        return []
-    snapshot = session.snapshot
-    runs = runtimes.runtime(snapshot, job)
-    if runs is None:
-        return []
-    end = snapshot.now + runs
-    return [held for held in holds if held.job is not job and end <= held.shadow < math.inf]
+    lent: list[Held] = []
+    end = math.inf  # the job's, asked only when a hold of another job has a shadow time
+    for held in holds:  # most cycles hold nothing, most others one gang
+        if held.job is job or held.shadow == math.inf:
+            continue
+        if end == math.inf:
+            runs = runtimes.runtime(session.snapshot, job)
+            if runs is None:
+                return []
+            end = session.snapshot.now + runs
+        if end <= held.shadow:
+            lent.append(held)
+    return lent
 
 
 def lent_room(lent: list[Held]) -> dict[str, ResourceList]:
