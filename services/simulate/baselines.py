@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -234,6 +235,8 @@ class _Baseline:
     # (planned end, start order, job id) of the running jobs with a planned runtime, sorted: the
     # order in which EASY expects them to give their nodes back (equal ends in start order).
     planned: list[tuple[float, int, str]] = field(default_factory=list)
+    # Per shape of the waiting jobs: one of them, and how many wait with each number of tasks.
+    sizes: dict[tuple[object, ...], tuple[Job, Counter[int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster = _Cluster.of(self.nodes)
@@ -298,7 +301,7 @@ class _Baseline:
             placement = self.cluster.place(head, self.requests[head.id])
             if placement is None:
                 break
-            self.waiting.pop(0)
+            self._leaves(self.waiting.pop(0))
             self.start(head, placement, now)
         if self.policy == "easy" and len(self.waiting) > 1:
             self.backfill(now)
@@ -309,6 +312,8 @@ class _Baseline:
     def fill(self, now: float, head: Job | None) -> None:
         """Start every waiting job after ``head`` that fits now (every waiting job when ``head``
         is None) and, when ``head`` has a shadow time, leaves it room then."""
+        if not self._some_fit():
+            return
         reservation = None if head is None else self.shadow(head, now)
         later_head: _Tally | None = None  # the head's tally on the room at the shadow time
         # Per shape, the fewest tasks of a job that fits now but would leave the head no room at
@@ -341,9 +346,32 @@ class _Baseline:
             delaying.clear()
             self.cluster.take(job, placement, request)
             started.add(job.id)
+            self._leaves(job)
             self.start(job, placement, now)
         if started:
             self.waiting = [job for job in self.waiting if job.id not in started]
+
+    def _waits(self, job: Job) -> None:
+        self.waiting.append(job)
+        shape = self.cluster.shape(job, self.requests[job.id])
+        self.sizes.setdefault(shape, (job, Counter()))[1][job.tasks] += 1
+
+    def _leaves(self, job: Job) -> None:
+        """``job`` no longer waits (``waiting`` is the caller's to change)."""
+        shape = self.cluster.shape(job, self.requests[job.id])
+        counts = self.sizes[shape][1]
+        counts[job.tasks] -= 1
+        if not counts[job.tasks]:
+            del counts[job.tasks]
+            if not counts:
+                del self.sizes[shape]
+
+    def _some_fit(self) -> bool:
+        """Whether a waiting job may fit now: for some shape, the room holds as many copies as
+        the fewest tasks a job of it waits with (when none does, a pass starts nothing)."""
+        return any(
+            self.cluster.tally(job, self.requests[job.id]).total >= min(counts) for job, counts in self.sizes.values()
+        )
 
     def run(self) -> Outcome:
         empty = _Cluster.of(self.nodes)
@@ -360,7 +388,7 @@ class _Baseline:
                 if kind == _FINISH:
                     self.finish(job_id, now)
                 else:
-                    self.waiting.append(jobs[job_id])
+                    self._waits(jobs[job_id])
             self.schedule(now)
             self.outcome.track(now, self.allocated, len(self.waiting), self.by_queue)
         return self.outcome
