@@ -36,7 +36,7 @@ from services.traces.model import Job, Node, Trace
 
 Placement = list[int]  # the node index of each task
 _ARRIVE, _FINISH = 1, 0  # at equal times, finishes free their room before arrivals look for it
-TALLIES = 64  # shapes whose tallies are kept at once
+TALLIES = 256  # shapes whose tallies are kept at once
 
 
 Affinity = tuple[tuple[str, tuple[str, ...]], ...]
@@ -72,6 +72,7 @@ class _Tally:
     request: ResourceList
     copies: dict[int, int]
     total: int
+    seen: int = 0  # for a shape's tally on the cluster's room: how much of its log of changed nodes it has read
 
     @classmethod
     def of(cls, request: ResourceList, free: list[ResourceList], allowed: list[int]) -> _Tally:
@@ -94,10 +95,11 @@ class _Cluster:
     _allowed: dict[Affinity, list[int]] = field(default_factory=dict)
     _affinities: dict[str, Affinity] = field(default_factory=dict)  # job id -> its affinity, made once
     _shapes: dict[str, tuple[object, ...]] = field(default_factory=dict)  # job id -> its shape (``shape``)
-    # Per node affinity and request asked (a shape): its tally on ``free``, kept as the rooms
-    # change, so whether a job fits now is one look (most traces have a few shapes; past
-    # ``TALLIES`` they are dropped and counted again when asked).
+    # Per node affinity and request asked (a shape): its tally on ``free``, brought up to date
+    # when asked from the nodes whose room changed since (``_changed``, in order), so whether a
+    # job fits now is one look (past ``TALLIES`` shapes they are dropped and counted again).
     _tallies: dict[tuple[object, ...], _Tally] = field(default_factory=dict)
+    _changed: list[int] = field(default_factory=list)
     # Per node affinity and request: the first node (by index) that may still have room for one
     # task. Room in ``free`` only shrinks until a release, and a release lowers each start to the
     # first node it gave room back on, so no node before a start can take its request.
@@ -172,8 +174,7 @@ class _Cluster:
         if rooms is self.free:
             if placement:  # the nodes before the last one taken from are now full for it
                 self._starts[self.shape(job, request)] = placement[-1]
-            for tally in self._tallies.values():
-                tally.update(rooms, placement)
+            self._changed.extend(placement)
 
     def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
         rooms = self.free if free is None else free
@@ -184,8 +185,7 @@ class _Cluster:
             for key, start in self._starts.items():
                 if start > low:
                     self._starts[key] = low
-            for tally in self._tallies.values():
-                tally.update(rooms, placement)
+            self._changed.extend(placement)
 
     def shape(self, job: Job, request: ResourceList) -> tuple[object, ...]:
         """``job``'s node affinity and request (``request``: its own, always), made once."""
@@ -199,11 +199,14 @@ class _Cluster:
         return self._tally(self.shape(job, request), job, request)
 
     def _tally(self, key: tuple[object, ...], job: Job, request: ResourceList) -> _Tally:
-        tally = self._tallies.get(key)
-        if tally is None:
-            if len(self._tallies) >= TALLIES:
+        tally, changed = self._tallies.get(key), len(self._changed)
+        if tally is None or changed - tally.seen > len(tally.copies):  # counting afresh costs less
+            if tally is None and len(self._tallies) >= TALLIES:
                 self._tallies.clear()
             tally = self._tallies[key] = _Tally.of(request, self.free, self.allowed(job))
+        elif tally.seen < changed:
+            tally.update(self.free, self._changed[tally.seen :])
+        tally.seen = changed
         return tally
 
 
@@ -377,9 +380,7 @@ class _Baseline:
         empty = _Cluster.of(self.nodes)
         jobs = {job.id: job for job in self.trace.jobs}
         for job in self.trace.jobs:
-            placement = empty.place(job, self.requests[job.id])
-            if placement is not None:  # else it never fits: left out
-                empty.release(placement, self.requests[job.id])
+            if empty.tally(job, self.requests[job.id]).total >= job.tasks:  # else it never fits: left out
                 heapq.heappush(self.events, (job.submit, _ARRIVE, next(self.order), job.id))
         while self.events:
             now = self.events[0][0]
