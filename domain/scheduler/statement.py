@@ -66,7 +66,9 @@ class Statement:
 
     def hold(self, task: TaskInfo, node: str) -> None:
         """``task`` keeps what ``node`` has free of its request, up to all of it, from every later
-        placement of the session; it stays pending and its queue is not charged."""
+        placement of the session; it stays pending and its queue is not charged. A statement's
+        Holds on one node are taken one after the other (``held_room`` holds a gang at once), so
+        the node's free room before the first is the one they all took from (``hold_again``)."""
         idle = self.session.snapshot.nodes[node].idle
         self._bases.setdefault(node, dict(idle))
         taken = {name: min(amount, max(idle.get(name, 0), 0)) for name, amount in task.request.items()}

@@ -37,6 +37,7 @@ from services.traces.model import Job, Node, Trace
 Placement = list[int]  # the node index of each task
 _ARRIVE, _FINISH = 1, 0  # at equal times, finishes free their room before arrivals look for it
 TALLIES = 256  # shapes whose tallies are kept at once
+CHANGED_KEPT = 1 << 16  # nodes in the log of changed rooms past which what every tally read is dropped
 
 
 Affinity = tuple[tuple[str, tuple[str, ...]], ...]
@@ -97,7 +98,7 @@ class _Cluster:
     _shapes: dict[str, tuple[object, ...]] = field(default_factory=dict)  # job id -> its shape (``shape``)
     # Per node affinity and request asked (a shape): its tally on ``free``, brought up to date
     # when asked from the nodes whose room changed since (``_changed``, in order), so whether a
-    # job fits now is one look (past ``TALLIES`` shapes they are dropped and counted again).
+    # job fits now is one look (past ``TALLIES`` shapes, the one asked first is dropped).
     _tallies: dict[tuple[object, ...], _Tally] = field(default_factory=dict)
     _changed: list[int] = field(default_factory=list)
     # Per node affinity and request: the first node (by index) that may still have room for one
@@ -202,11 +203,18 @@ class _Cluster:
         tally, changed = self._tallies.get(key), len(self._changed)
         if tally is None or changed - tally.seen > len(tally.copies):  # counting afresh costs less
             if tally is None and len(self._tallies) >= TALLIES:
-                self._tallies.clear()
+                del self._tallies[next(iter(self._tallies))]  # the shape asked first of those kept
             tally = self._tallies[key] = _Tally.of(request, self.free, self.allowed(job))
         elif tally.seen < changed:
             tally.update(self.free, self._changed[tally.seen :])
         tally.seen = changed
+        if changed > CHANGED_KEPT:  # what every tally has read is dropped from the log
+            for stale in [k for k, kept in self._tallies.items() if changed - kept.seen > len(kept.copies)]:
+                del self._tallies[stale]  # it would be counted afresh when asked
+            read = min(kept.seen for kept in self._tallies.values())
+            del self._changed[:read]
+            for kept in self._tallies.values():
+                kept.seen -= read
         return tally
 
 
