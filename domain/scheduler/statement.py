@@ -71,7 +71,7 @@ class Statement:
         the node's free room before the first is the one they all took from (``hold_again``)."""
         idle = self.session.snapshot.nodes[node].idle
         self._bases.setdefault(node, dict(idle))
-        taken = {name: min(amount, max(idle.get(name, 0), 0)) for name, amount in task.request.items()}
+        taken = _free_of(idle, task.request)
         self._take(node, taken, +1)
         self.operations.append((Operation.HOLD, task, node))
         self._held.append(taken)
@@ -113,8 +113,7 @@ class Statement:
         held = (item for item in self.operations if item[0] is Operation.HOLD)
         for index, (_, task, node) in enumerate(held):
             if node in again:
-                idle = nodes[node].idle
-                taken = {name: min(amount, max(idle.get(name, 0), 0)) for name, amount in task.request.items()}
+                taken = _free_of(nodes[node].idle, task.request)
                 self._take(node, taken, +1)
                 self._held[index] = taken
 
@@ -199,3 +198,8 @@ class Statement:
 def _same(room: ResourceList, other: ResourceList) -> bool:
     """Whether two free rooms are equal, a resource missing from one being none of it."""
     return room == other or all(room.get(name, 0) == other.get(name, 0) for name in room.keys() | other.keys())
+
+
+def _free_of(idle: ResourceList, request: ResourceList) -> ResourceList:
+    """What a Hold takes: of each resource ``request`` asks for, what ``idle`` has free, up to the request."""
+    return {name: min(amount, max(idle.get(name, 0), 0)) for name, amount in request.items()}

@@ -334,9 +334,10 @@ class _Baseline:
         started: set[str] = set()
         for job in self.waiting if head is None else self.waiting[1:]:
             request = self.requests[job.id]
+            shape = self.cluster.shape(job, request)
             runtime = _planned(job)
             outlives = reservation is not None and (runtime is None or now + runtime > reservation[0])
-            if outlives and job.tasks >= delaying.get(self.cluster.shape(job, request), job.tasks + 1):
+            if outlives and job.tasks >= delaying.get(shape, job.tasks + 1):
                 continue
             placement = self.cluster.fit(job, request)  # taken below, once the head can spare it
             if placement is None:
@@ -351,7 +352,6 @@ class _Baseline:
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     self.cluster.release(placement, request, later)
                     later_head.update(later, placement)
-                    shape = self.cluster.shape(job, request)
                     delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
                     continue
             delaying.clear()
