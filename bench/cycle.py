@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from domain.cycle import run_cycle
+from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig, from_mapping
@@ -96,15 +98,23 @@ def _naive(nodes: list[dict[str, int]], pods: list[dict[str, int]]) -> float:
     return time.perf_counter() - started
 
 
-def measure(nodes: int, config: SchedulerConfig = CONFIG, *, unique_shapes: bool = False) -> Result:
-    gangs = nodes * 2 // 5
+def prepared(
+    nodes: int, config: SchedulerConfig = CONFIG, *, unique_shapes: bool = False
+) -> tuple[int, Callable[[], list[Decision]]]:
+    """The cycle to measure: the state of ``nodes`` nodes and their pending gangs folded, how
+    many pods are pending, and the one cycle over it still to run."""
     engine = Engine(config, on_markers=lambda _: True)
-    for line in _lines(nodes, gangs, unique_shapes=unique_shapes):
+    for line in _lines(nodes, nodes * 2 // 5, unique_shapes=unique_shapes):
         engine.handle(parse_event(line))
     state = engine.state("bench")
     pods = sum(1 for p in state.pods().values() if not p.spec.node_name)
+    return pods, lambda: run_cycle(state, engine.cache(state), config, seq=state.next_seq)
+
+
+def measure(nodes: int, config: SchedulerConfig = CONFIG, *, unique_shapes: bool = False) -> Result:
+    pods, cycle = prepared(nodes, config, unique_shapes=unique_shapes)
     started, cpu_started = time.perf_counter(), time.process_time()
-    decisions = run_cycle(state, engine.cache(state), config, seq=state.next_seq)
+    decisions = cycle()
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     placed = sum(1 for d in decisions if d.kind == "Bind")
     node_list = [{"cpu": 64000, "memory": 512 * 2**30 * 1000, "nvidia.com/gpu": 8000, "pods": 110000}] * nodes

@@ -16,7 +16,10 @@ Rows (per CPU-second where a figure is a rate, so they hold on a busy machine):
 The stream is what `schedstream simulate` makes of the first 4,000 openb pods on all 1,523 openb
 nodes (cached under .local/bench/); without ../shared/data, the synthetic stream of bench/run.py.
 
-    python -m bench.speed [--skip worker,latency,replay,store,cycle,kueue]
+Under each row short of its target, where its time goes: a cProfile of a run beside the
+measured one, by stage, module and function (``bench.where``; ``--skip where`` leaves it out).
+
+    python -m bench.speed [--skip worker,latency,replay,store,cycle,kueue,where]
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any
 import psycopg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from bench import cycle, kueue
+from bench import cycle, kueue, where
 from domain.events import peek_cluster
 from domain.scheduler.config import SchedulerConfig
 from ops.local_kafka import LocalKafka
@@ -56,6 +59,9 @@ from tests.shared_data import SHARED_DATA
 from tests.streams import Shape, synthetic_stream
 
 ROOT = Path(__file__).resolve().parents[1]
+# The issue's targets: a row short of its own gets ``bench.where``'s profile under it.
+TARGETS = {"replay": 40_000.0, "worker": 1 / 3, "cycle": 1.0, "kueue": 0.5}
+KUEUE_PROFILED = 0.3  # the Kueue shape is profiled at this scale (under cProfile the full one takes minutes)
 CACHE = ROOT / ".local" / "bench"
 SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
 OPENB_PODS = 4000
@@ -312,6 +318,12 @@ def replay_rate(lines: list[bytes]) -> tuple[float, float, list[float]]:
     for line in lines:
         json.loads(line)
     loads = time.process_time() - started
+    replay, cycles = replay_run(lines)
+    return len(lines) / replay, len(lines) / loads, cycles
+
+
+def replay_run(lines: list[bytes]) -> tuple[float, list[float]]:
+    """The Pipeline over ``lines`` into an in-memory store: its CPU seconds, and each cycle's."""
     store = Store("sqlite://")
     store.upgrade()
     records = [Record(value=line, position=str(i)) for i, line in enumerate(lines)]
@@ -323,7 +335,7 @@ def replay_rate(lines: list[bytes]) -> tuple[float, float, list[float]]:
         pipeline.process(records[start : start + 1000])
     replay = time.process_time() - started
     store.close()
-    return len(lines) / replay, len(lines) / loads, cycles
+    return replay, cycles
 
 
 def store_rates(db_url: str, lines: list[bytes]) -> tuple[float, float, int]:
@@ -414,7 +426,9 @@ def broker(workdir: Path) -> Iterator[str]:
         kafka.stop()
 
 
-def _worker_row(row: Any, store_name: str, bootstrap: str, url: str, *, lines: list[bytes], work: Path) -> None:
+def _worker_row(
+    row: Any, store_name: str, bootstrap: str, url: str, *, lines: list[bytes], work: Path, replayed: float | None
+) -> None:
     label = f"worker ({store_name}), events/CPU-s (baseline passthrough)"
     try:
         ours, base, faust = worker_rate(bootstrap, url, lines, work)
@@ -424,6 +438,29 @@ def _worker_row(row: Any, store_name: str, bootstrap: str, url: str, *, lines: l
         return
     row(label, f"{ours:,.0f}", f"{base:,.0f}", ours / base)
     row("  Faust's own loop: take_events -> send, events/CPU-s", f"{faust:,.0f}", f"{base:,.0f}", faust / base)
+    if replayed is not None and ours / base < TARGETS["worker"]:
+        # The worker runs replay's Pipeline on each batch: replay's rate bounds it.
+        print(f"  (the same Pipeline as replay, {replayed:,.0f} events/CPU-s above: {1e6 / replayed:,.0f} us of each"
+              f" event's {1e6 / ours:,.0f}; Kafka, Faust's loop and the commit take the other"
+              f" {max(0.0, 1e6 / ours - 1e6 / replayed):,.0f})")  # fmt: skip
+
+
+def _replay_row(row: Any, lines: list[bytes], *, explain: bool) -> float:
+    """The replay row; replay's events per CPU-second."""
+    ours, base, cycles = replay_rate(lines)
+    row("replay, events/CPU-s (baseline json.loads)", f"{ours:,.0f}", f"{base:,.0f}", ours / base)
+    share = sum(cycles) * ours / len(lines)
+    print(f"  ({len(cycles):,} cycles, {share:.0%} of the time, {sum(cycles) / len(cycles) * 1e6:,.0f} us each;"
+          f" the rest parsing, folding and the store: {(1 - share) / ours * 1e6:,.0f} us per event)")  # fmt: skip
+    if explain and ours < TARGETS["replay"]:
+        _where(lambda: replay_run(lines))
+    return ours
+
+
+def _where(run: Any, note: str = "") -> None:
+    """Print where the time of ``run()`` goes (``bench.where``), for a row short of its target."""
+    _, found = where.profiled(run)
+    print("\n".join(found.lines(note)), flush=True)
 
 
 def main() -> None:
@@ -441,12 +478,8 @@ def main() -> None:
     def row(label: str, ours: str, base: str, ratio: float | None) -> None:
         print(f"{label:<58} {ours:>14} {base:>14} {'' if ratio is None else f'{ratio:.3f}':>7}", flush=True)
 
-    if "replay" not in skip:
-        ours, base, cycles = replay_rate(lines)
-        row("replay, events/CPU-s (baseline json.loads)", f"{ours:,.0f}", f"{base:,.0f}", ours / base)
-        share = sum(cycles) * ours / len(lines)
-        print(f"  ({len(cycles):,} cycles, {share:.0%} of the time, {sum(cycles) / len(cycles) * 1e6:,.0f} us each;"
-              f" the rest parsing, folding and the store: {(1 - share) / ours * 1e6:,.0f} us per event)")  # fmt: skip
+    explain = "where" not in skip
+    replayed = None if "replay" in skip else _replay_row(row, lines, explain=explain)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         work.chmod(0o755)  # PostgreSQL's server runs as its own user, inside it
@@ -462,7 +495,7 @@ def main() -> None:
                         stores["PostgreSQL"] = pg_url
                     if "worker" not in skip:
                         for store_name, url in stores.items():
-                            _worker_row(row, store_name, bootstrap, url, lines=lines, work=work)
+                            _worker_row(row, store_name, bootstrap, url, lines=lines, work=work, replayed=replayed)
                     if "latency" not in skip:
                         for rate in rates:
                             seconds = 30 if rate <= 500 else 15
@@ -478,6 +511,8 @@ def main() -> None:
             shapes = "one shape per pod" if unique else "two pod shapes"
             row(f"cycle, 5,000 nodes / {r.pods:,} pods, {shapes}: CPU-s (baseline naive*)", f"{r.cpu_seconds:.2f}",
                 f"{r.baseline_seconds:.1f}", r.cpu_seconds / r.baseline_seconds)  # fmt: skip
+            if explain and r.cpu_seconds > TARGETS["cycle"]:
+                _where(cycle.prepared(5000, unique_shapes=unique)[1])
     if "kueue" not in skip:
         result: dict[str, Any] = kueue.run(1.0, 100)
         per = result["scheduler_cpu_s"] / result["admissions"] * 1000
@@ -485,6 +520,8 @@ def main() -> None:
         row(f"Kueue shape, {result['admissions']:,} admissions: scheduler CPU ms/admission (Kueue ~9)", f"{per:.2f}",
             "9", per / 9)  # fmt: skip
         print(f"  (the bench process, with its own JSON and digest: {whole:.2f} ms/admission)")
+        if explain and per > TARGETS["kueue"]:
+            _where(lambda: kueue.run(KUEUE_PROFILED, 100), f"at {KUEUE_PROFILED} of the shape")
     print("\n* naive all-pairs first fit (bench/cycle.py), timed on 2,000 pods and scaled; wall seconds")
 
 
