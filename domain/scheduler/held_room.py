@@ -36,7 +36,7 @@ from functools import partial
 from domain import quantity
 from domain.quantity import ResourceList
 from domain.recorded import HeldRoom
-from domain.scheduler import node_offers, runtimes
+from domain.scheduler import held_plans, node_offers, runtimes
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_offers import Facts, Untouched
@@ -103,12 +103,18 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
     ends = runtimes.ends(snapshot)
-    untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
-    held = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
-    if held is None:
-        return None
-    if held.shadow < math.inf:
-        held = _plan(session, job, tasks, ends, _latest_by(held.shadow), untouched=untouched) or held
+    known = held_plans.again(session, job, tasks, ends)
+    if known is not None:
+        held = Held(job, Statement(session), list(zip(tasks, known[0], strict=True)), known[1])
+    else:
+        untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
+        planned = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
+        if planned is None:
+            return None
+        if planned.shadow < math.inf:
+            planned = _plan(session, job, tasks, ends, _latest_by(planned.shadow), untouched=untouched) or planned
+        held = planned
+        held_plans.keep(session, job, tasks, ends, places=[node for _, node in held.places], shadow=held.shadow)
     for task, node in held.places:  # plans take no room: the one chosen takes it now
         held.statement.hold(task, node)
     return held

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from domain.scheduler import node_offers
+from domain.scheduler import held_plans, node_offers
 from services.cli import main
 from services.traces import kueue_shape
 from services.traces.native import write_native
@@ -138,6 +138,7 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
 
         return Counted
 
+    monkeypatch.setattr(held_plans, "again", lambda *_: None)  # every hold plans (``test_held_plans``)
     monkeypatch.setattr(node_offers, "Offer", counted("kept"))
     kept = simulate(tmp_path / "kept", *args)
     monkeypatch.setattr(node_offers, "Offer", counted("none kept"))
