@@ -59,6 +59,7 @@ class Where:
             return ", ".join(f"{name} {share:.0%}" for name, share in items[:count] if share >= 0.005)
 
         run = f"a run beside it, {note}" if note else "a run beside it"
+        run += f", {self.total:,.1f} s under the profiler"
         return [
             f"  where the time goes (cProfile of {run}): {told(self.stages, len(self.stages))}",
             f"    modules, own time: {told(self.modules)}",
@@ -101,8 +102,8 @@ def _builtin(function: str) -> str:
 
 
 def _is(entry: Entry, path: str, function: str) -> bool:
-    where, name = entry
-    return function == name and (path == where or (where.endswith("/") and path.startswith(where)))
+    place, name = entry
+    return function == name and (path == place or (place.endswith("/") and path.startswith(place)))
 
 
 def where(stats: pstats.Stats) -> Where:
