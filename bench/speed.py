@@ -17,7 +17,9 @@ The stream is what `schedstream simulate` makes of the first 4,000 openb pods on
 nodes (cached under .local/bench/); without ../shared/data, the synthetic stream of bench/run.py.
 
 Under each row short of its target, where its time goes: a cProfile of a run beside the
-measured one, by stage, module and function (``bench.where``; ``--skip where`` leaves it out).
+measured one, by stage, module and function (``bench.where``); for the worker, how much of an
+event's time is replay's; for a latency row, the worker's batches, cycles and share of a core
+over the window (``bench.worker_window``). ``--skip where`` leaves them out.
 
     python -m bench.speed [--skip worker,latency,replay,store,cycle,kueue,where]
 """
