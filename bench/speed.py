@@ -11,7 +11,8 @@ Rows (per CPU-second where a figure is a rate, so they hold on a busy machine):
   the same rows into a table of the same shape, each batch both ways back to back;
 - one scheduling cycle over 5,000 nodes and 20,000 pending pods (bench/cycle.py), two pod shapes
   and one shape per pod, against the naive all-pairs first fit;
-- Kueue admission, ms of CPU per admission (bench/kueue.py at full scale).
+- Kueue admission, ms of CPU per admission (bench/kueue.py at full scale);
+- the whole DLRM trace through ``schedstream simulate``, CPU seconds, with its decisions' sha256.
 
 The stream is what `schedstream simulate` makes of the first 4,000 openb pods on all 1,523 openb
 nodes (cached under .local/bench/); without ../shared/data, the synthetic stream of bench/run.py.
@@ -21,7 +22,7 @@ measured one, by stage, module and function (``bench.where``); for the worker, h
 event's time is replay's; for a latency row, the worker's batches, cycles and share of a core
 over the window (``bench.worker_window``). ``--skip where`` leaves them out.
 
-    python -m bench.speed [--skip worker,latency,replay,store,cycle,kueue,where]
+    python -m bench.speed [--skip worker,latency,replay,store,cycle,kueue,dlrm,where]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import hashlib
 import json
 import os
 import resource
@@ -62,8 +64,12 @@ from tests.streams import Shape, synthetic_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 # The issue's targets: a row short of its own gets ``bench.where``'s profile under it.
-TARGETS = {"replay": 40_000.0, "worker": 1 / 3, "cycle": 1.0, "kueue": 0.5, "p99 ms": 100.0, "p99 ms, busy": 250.0}
+TARGETS = {
+    "replay": 40_000.0, "worker": 1 / 3, "cycle": 1.0, "kueue": 0.5, "p99 ms": 100.0, "p99 ms, busy": 250.0,
+    "dlrm": 120.0,
+}  # fmt: skip
 KUEUE_PROFILED = 0.3  # the Kueue shape is profiled at this scale (under cProfile the full one takes minutes)
+DLRM_PROFILED = 6000  # and the DLRM trace on its first lines
 CACHE = ROOT / ".local" / "bench"
 SCHEDSTREAM = str(Path(sys.executable).parent / "schedstream")
 OPENB_PODS = 4000
@@ -465,6 +471,30 @@ def _latency_rows(row: Any, bootstrap: str, rate: int, *, lines: list[bytes], wo
         print(window.line(), flush=True)
 
 
+def dlrm_run(trace_file: Path, out_dir: Path) -> str:
+    """``schedstream simulate`` of a DLRM trace file into ``out_dir``: its decisions' sha256 (16 hex)."""
+    trace, nodes = load(trace_file, "dlrm", None)
+    simulate(trace, nodes, SchedulerConfig(), out_dir)
+    return hashlib.sha256((out_dir / "decisions.jsonl").read_bytes()).hexdigest()[:16]
+
+
+def _dlrm_row(row: Any, work: Path, *, explain: bool) -> None:
+    """The whole DLRM trace through ``simulate`` (the closed loop and the three baselines); under
+    it, when short of its target, where the first DLRM_PROFILED lines' run spends its time."""
+    trace_file = SHARED_DATA / "disaggregated_DLRM_trace.csv"
+    if not trace_file.exists():
+        print(f"(the DLRM row skipped: no {trace_file})")
+        return
+    started = time.process_time()
+    digest = dlrm_run(trace_file, work / "dlrm")
+    cpu = time.process_time() - started
+    row(f"whole DLRM trace through simulate: CPU-s (decisions {digest})", f"{cpu:,.0f}", "-", None)
+    if explain and cpu > TARGETS["dlrm"]:
+        head = work / "dlrm-head.csv"
+        head.write_text("\n".join(trace_file.read_text().splitlines()[: DLRM_PROFILED + 1]) + "\n")
+        _where(lambda: dlrm_run(head, work / "dlrm-head"), f"on its first {DLRM_PROFILED:,} lines")
+
+
 def _replay_row(row: Any, lines: list[bytes], *, explain: bool) -> float:
     """The replay row; replay's events per CPU-second."""
     ours, base, cycles = replay_rate(lines)
@@ -536,6 +566,9 @@ def main() -> None:
         print(f"  (the bench process, with its own JSON and digest: {whole:.2f} ms/admission)")
         if explain and per > TARGETS["kueue"]:
             _where(lambda: kueue.run(KUEUE_PROFILED, 100), f"at {KUEUE_PROFILED} of the shape")
+    if "dlrm" not in skip:
+        with tempfile.TemporaryDirectory() as tmp:
+            _dlrm_row(row, Path(tmp), explain=explain)
     print("\n* naive all-pairs first fit (bench/cycle.py), timed on 2,000 pods and scaled; wall seconds")
 
 

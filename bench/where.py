@@ -40,6 +40,7 @@ STAGES: tuple[tuple[str, tuple[Entry, ...]], ...] = (
     ),
     ("Kueue cycle", (("domain/kueue/cycle.py", "run"),)),
     ("store", (("services/store/store.py", "write_batch"),)),
+    ("simulate's baselines", (("services/simulate/baselines.py", "run"),)),
 )
 """Each stage and its entry points; no entry point of one stage runs inside another's."""
 
