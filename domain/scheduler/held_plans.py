@@ -1,18 +1,21 @@
 """Held plans: the nodes a gang past its bound last held room on (``held_room.hold``) and what
 that plan read, kept between cycles, so that a gang whose plans would read the same again holds
-the same nodes without planning them again (most cycles that hold a gang hold it as the last
-one did).
+the same nodes without planning them again (about half the holds of a gang that waits are as
+the one the cycle before).
 
-The plans read the members held for (their pods, in order), the configuration (the predicates),
-each node's object, allocatable and free room, the known ends of the pods on each node, and the
-cycle's instant. The instant enters in two ways only: a node that holds a member now frees up
-for it now, and the ends are worked out at it (none earlier: ``runtimes.ends``). With all else
-the same and every end later than the new instant, each comparison the plans make comes out as
-before (a node free now still ranks beside the nodes free now as it did, before the nodes that
-free up at an end; the ends keep their order), so every member goes to the same node. The
-shadow time is then the new instant where it was the old one (every node chosen held its
-member then), else the same end. With an end at the instant itself, a node freeing up then
-would tie with those free now: the gang is planned again.
+The plans read the members held for (their pods, in order: a task's request and shape are its
+pod's), each node's object, allocatable and free room, the known ends of the pods on each node,
+and the cycle's instant; a new configuration is planned afresh too (the predicates read none of
+it today, but its switches could). The instant enters in two ways only: a node that holds a
+member now frees up for it now, and the ends are worked out at it (none earlier:
+``runtimes.ends``). With all else the same and every end later than the new instant, each
+comparison the plans make comes out as before (a node free now still ranks beside the nodes free
+now as it did, before the nodes that free up at an end; the ends keep their order), so every
+member goes to the same node. The shadow time is then the new instant where it was the old one
+(every node chosen held its member then), else the same end. With an end at the instant itself,
+a node freeing up then would tie with those free now: the gang is planned again. So is one
+whose instant is earlier than the plans' (time comes from the stream's markers and never goes
+back, but the argument needs it to go forward).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class Plan:
 
 @dataclass(slots=True, eq=False)
 class _Kept:
-    """The plans of the last session that held a gang and this one's, by job."""
+    """The plans of the last session that asked for one and this one's, by job."""
 
     session: Session
     before: dict[ObjectKey, Plan]
@@ -61,7 +64,7 @@ def _kept(session: Session) -> _Kept:
     kept = session.kept.get(KEPT)
     if not isinstance(kept, _Kept) or kept.session is not session:
         before = kept.now if isinstance(kept, _Kept) else {}
-        kept = session.kept[KEPT] = _Kept(session, before, {})  # only the gangs held last time stay
+        kept = session.kept[KEPT] = _Kept(session, before, {})  # only the gangs asked for last time stay
     return kept
 
 
@@ -82,7 +85,8 @@ def again(session: Session, job: JobInfo, tasks: list[TaskInfo], ends: Ends) -> 
 
 def _same(plan: Plan, session: Session, tasks: list[TaskInfo], ends: Ends) -> bool:
     snapshot = session.snapshot
-    if plan.config is not session.config or not (plan.earliest > snapshot.now or plan.now == snapshot.now):
+    now = snapshot.now
+    if plan.config is not session.config or not (plan.now == now or plan.earliest > now > plan.now):
         return False
     if len(plan.pods) != len(tasks) or any(pod is not task.pod for pod, task in zip(plan.pods, tasks, strict=True)):
         return False

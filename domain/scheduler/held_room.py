@@ -98,7 +98,8 @@ def _latest_by(shadow: float) -> Choice:
 
 def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
-    requests, in task order); None when the empty cluster could not hold them."""
+    requests, in task order); None when the empty cluster could not hold them. A gang whose
+    plans would read what they read last time holds the same nodes unplanned (``held_plans``)."""
     snapshot = session.snapshot
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]

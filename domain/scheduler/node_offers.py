@@ -9,8 +9,9 @@ only: a node whose free room holds the member now frees up now, and predicted en
 past the instant (so the ends list changes with it when it matters). So an offer is used again,
 for the later members and gangs of its likeness (shape and request) in the session and in the
 sessions after, while the node object, the allocatable, the free room and the ends list are the
-same; one that frees up now is given the new instant. Only the likenesses held in the last
-session that held anything are kept, at most one offer per node each.
+same; one that frees up now is given the new instant. Only the likenesses planned in the last
+session that planned a hold are kept (a gang held as last time is not planned:
+``held_plans``), at most one offer per node each.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ Untouched = tuple[dict[int, Facts], dict[int, Offer]]
 
 def kept(session: Session, like: tuple[object, ...]) -> dict[int, Offer]:
     """The kept offers of ``like``, shared by the gangs of this session that hold members of it:
-    those of the last session that held any gang, if it held members of ``like`` (at most one
-    per node for each likeness that session held)."""
+    those of the last session that planned a hold, if it planned members of ``like`` (at most
+    one per node for each likeness that session planned)."""
     memo = session.kept.get(KEPT)
     if not isinstance(memo, _Kept) or memo.session is not session:
         before = memo.now if isinstance(memo, _Kept) else {}
