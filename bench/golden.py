@@ -75,7 +75,8 @@ def prepare(work: Path, small: bool) -> list[Case]:
     return cases
 
 
-def _sha(path: Path) -> str:
+def sha(path: Path) -> str:
+    """A file's sha256, its first 16 hex digits: how the speed table and these cases name an output."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
@@ -89,8 +90,8 @@ def run(work: Path, cases: list[Case]) -> Iterator[str]:
             continue
         decisions = out / "decisions.jsonl"
         count = sum(1 for _ in decisions.open())
-        files = f"decisions={_sha(decisions)} events={_sha(out / 'events.jsonl')}"
-        yield f"{case.name} {files} metrics={_sha(out / 'metrics.json')} n={count}"
+        files = f"decisions={sha(decisions)} events={sha(out / 'events.jsonl')}"
+        yield f"{case.name} {files} metrics={sha(out / 'metrics.json')} n={count}"
 
 
 def main() -> None:
