@@ -76,6 +76,7 @@ class SimCluster:
         scheduler: str = "volcano",
     ) -> None:
         self.engine = Engine(config, on_markers=lambda _: True)
+        self.echo_is_change = config.reads_clock()  # see ``_group_status``
         self.start_times = bool(config.runtime_history_label)  # every running pod's startTime (see above)
         self.events_out = events_out
         self.decisions_out = decisions_out
@@ -117,16 +118,17 @@ class SimCluster:
             meta["namespace"] = namespace
         return meta
 
-    def emit(self, event_type: str, obj: dict[str, Any]) -> None:
+    def emit(self, event_type: str, obj: dict[str, Any], *, change: bool = True) -> None:
         """Write ``obj`` as a watch event of ``event_type`` (with the next resourceVersion) into
-        the stream and fold it into the scheduler's state; the period now has a change."""
+        the stream and fold it into the scheduler's state; the period now has a change, unless
+        ``change`` is False (an event the next cycle would decide nothing new from)."""
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         line = _ENCODE.encode({"type": event_type, "cluster": self.cluster, "object": obj})
         self.events_out.write(line + b"\n")
         self.lines += 1
         self.engine.handle(parse_event(line))  # on markers: a watch event decides nothing by itself
-        if self.changed_since is None:
+        if change and self.changed_since is None:
             self.changed_since = self.now
 
     def schedule(self, time: float) -> list[Decision]:
@@ -280,7 +282,9 @@ class SimCluster:
         for condition in decision.conditions:
             if condition.type == "Unschedulable" and condition.status == "True":
                 self.outcome.pending_reasons[condition.reason or "Unknown"] += 1
-        self.emit("MODIFIED", self._group_object(group))
+        # The cluster writing back a status we decided changes nothing a cycle reads but the
+        # instant, so it asks for no cycle of its own where no plugin reads the instant.
+        self.emit("MODIFIED", self._group_object(group), change=self.echo_is_change)
         if decision.phase == "Completed":
             self.delete_group(group, self._group_object(group))
 

@@ -8,7 +8,10 @@ which the scheduler acts with no new event (``Engine.next_deadline``: Kueue's Po
 timeouts, requeue and second-pass backoffs); the marker is the first grid time at or after the
 deadline, and later than the last marker. Any other cycle over an unchanged state decides
 nothing new (statuses are written only on change), so skipping it only saves time; this is
-what lets months of trace run in seconds.
+what lets months of trace run in seconds. The cluster writing back PodGroup statuses we decided
+is no change in that sense unless a plugin reads the cycle's instant
+(``SchedulerConfig.reads_clock``): the next cycle would see the same jobs, nodes and time-free
+rules, and decide nothing (``SimCluster._group_status``).
 
 The run ends when no action is left, the last marker changed nothing and no deadline is left
 to wake for. Once no action is left, deadlines may go on for ever without progress (a workload

@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from domain.scheduler import held_plans, node_offers
-from services.cli import main
+from domain.scheduler.config import SchedulerConfig
+from services.cli import load_config, main
 from services.traces import kueue_shape
 from services.traces.native import write_native
 from tests.conftest import IN_CI
@@ -147,6 +148,52 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
     for name in ("events.jsonl", "decisions.jsonl"):
         assert (kept / name).read_bytes() == (none_kept / name).read_bytes()
     assert read["none kept"] > 5 * read["kept"] > 0
+
+
+def _decided_at(run: Path) -> list[tuple[str, dict[str, Any]]]:
+    """A run's decisions without their seq and id, each with its marker's time."""
+    times = {}
+    for seq, line in enumerate((run / "events.jsonl").read_text().splitlines()):
+        event = json.loads(line)
+        if event["type"] == "SCHEDULE":
+            times[seq] = event["time"]
+    decided = []
+    for line in (run / "decisions.jsonl").read_text().splitlines():
+        decision = json.loads(line)
+        decided.append((times[decision.pop("seq")], decision))
+        del decision["id"]
+    return decided
+
+
+def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HPC2N's first 300 jobs at 2x, default tiers: a period in which the cluster only wrote back
+    the PodGroup statuses we decided gets no SCHEDULE marker. Its cycle decided nothing: with
+    those markers (as a clock-reading policy keeps them), every decision is the same, at the same
+    time, and so is every figure of the run; the stream without them replays to its decisions."""
+    trace = tmp_path / "hpc2n-300.swf"
+    with gzip.open(DATA / "HPC2N-2002-2.2-cln.swf.gz", "rt") as archive:
+        trace.write_text("".join(itertools.islice(archive, 331)))  # its 31 header lines, then jobs
+    args = (str(trace), "--format", "swf", "--arrival-scale", "2")
+    without = simulate(tmp_path / "without", *args)
+    monkeypatch.setattr(SchedulerConfig, "reads_clock", lambda _: True)
+    with_them = simulate(tmp_path / "with", *args)
+    assert _decided_at(without) == _decided_at(with_them)
+    metrics = [json.loads((run / "metrics.json").read_text()) for run in (without, with_them)]
+    lines = [m["simulation"].pop("lines") for m in metrics]
+    assert metrics[0] == metrics[1]
+    assert lines[0] < lines[1] - 100  # the markers left out
+    assert replayed(tmp_path, without) == (without / "decisions.jsonl").read_bytes()
+
+
+def test_only_sla_and_reservation_read_the_clock() -> None:
+    policies = Path(__file__).resolve().parents[2] / "examples" / "policies"
+    reads = {path.stem: load_config(path).reads_clock() for path in sorted(policies.glob("*.yaml"))}
+    assert reads == {
+        "binpack": False, "large-gangs": True, "large-gangs-history": True, "sla": True,
+    }  # fmt: skip
+    assert not SchedulerConfig().reads_clock()
 
 
 def test_an_unknown_estimates_mode_is_one_line(tmp_path: Path) -> None:
