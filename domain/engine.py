@@ -75,7 +75,8 @@ class Engine:
     def next_deadline(self, cluster: str) -> datetime | None:
         """The earliest scheduler-clock instant after the cluster's clock at which a cycle would
         act although no event came (``domain.kueue.deadlines``), or None. Only Kueue steps wait
-        for the clock: no Volcano action or plugin reads it."""
+        for the clock: ``sla`` and ``reservation`` read the instant of the next marker, whenever
+        it comes, and no Volcano action waits for one."""
         state = self.clusters.get(cluster)
         if state is None or not state.objects.get("Workload"):
             return None

@@ -55,8 +55,6 @@ NO_EFFECT_PLUGINS = {
     "usage": "real node usage metrics are not read",
 }
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
-# Plugins that read the cycle's instant (the waiting time of a job, the predicted ends of pods).
-CLOCK_PLUGINS = frozenset({"sla", "reservation"})
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
 
 _TOP_KEYS = frozenset(
@@ -119,13 +117,6 @@ class SchedulerConfig:
 
     def plugin_names(self) -> frozenset[str]:
         return frozenset(p.name for tier in self.tiers for p in tier)
-
-    def reads_clock(self) -> bool:
-        """Whether a Volcano cycle's decisions can depend on its instant, not only on the events
-        before it: ``sla`` and ``reservation`` count waiting time, and the room they hold is
-        planned on the pods' ends predicted from it. (Kueue's steps that wait for the clock are
-        deadlines, ``Engine.next_deadline``.)"""
-        return not CLOCK_PLUGINS.isdisjoint(self.plugin_names())
 
 
 def _unknown(kind: str, names: object, allowed: frozenset[str] | tuple[str, ...], where: str) -> None:

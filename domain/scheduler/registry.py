@@ -66,6 +66,16 @@ NODE_LOCAL = frozenset({predicates.NAME, nodeorder.NAME, binpack.NAME})
 """Plugins whose predicates and scores look at the task's shape and the node alone (not at
 other jobs or where they run): node rankings made with them stay right across cycles."""
 
+READ_THE_CLOCK = frozenset({sla.NAME, reservation.NAME})
+"""Plugins whose callbacks read the cycle's instant: they count waiting time, and the room they
+hold is planned on the pods' ends predicted from it."""
+
+
+def reads_clock(config: SchedulerConfig) -> bool:
+    """Whether a Volcano cycle's decisions can depend on its instant, not only on the events
+    before it (Kueue's steps that wait for the clock are deadlines, ``Engine.next_deadline``)."""
+    return not READ_THE_CLOCK.isdisjoint(config.plugin_names())
+
 
 def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCache) -> Session:
     """A session whose plugins, tier by tier, have registered their callbacks. With node-local

@@ -36,6 +36,7 @@ from domain.decisions import Decision, DecisionKind, PodGroupStatus
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.quantity import ResourceList, add, parse_milli
+from domain.scheduler import registry
 from domain.scheduler.config import SchedulerConfig
 from services.pipeline import encode_decision
 from services.simulate.clock import EventQueue, wall
@@ -76,7 +77,7 @@ class SimCluster:
         scheduler: str = "volcano",
     ) -> None:
         self.engine = Engine(config, on_markers=lambda _: True)
-        self.echo_is_change = config.reads_clock()  # see ``_group_status``
+        self.echo_is_change = registry.reads_clock(config)  # see ``_group_status``
         self.start_times = bool(config.runtime_history_label)  # every running pod's startTime (see above)
         self.events_out = events_out
         self.decisions_out = decisions_out

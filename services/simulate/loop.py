@@ -10,7 +10,7 @@ deadline, and later than the last marker. Any other cycle over an unchanged stat
 nothing new (statuses are written only on change), so skipping it only saves time; this is
 what lets months of trace run in seconds. The cluster writing back PodGroup statuses we decided
 is no change in that sense unless a plugin reads the cycle's instant
-(``SchedulerConfig.reads_clock``): the next cycle would see the same jobs, nodes and time-free
+(``registry.reads_clock``): the next cycle would see the same jobs, nodes and time-free
 rules, and decide nothing (``SimCluster._group_status``).
 
 The run ends when no action is left, the last marker changed nothing and no deadline is left

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from domain.scheduler import held_plans, node_offers
+from domain.scheduler import held_plans, node_offers, registry
 from domain.scheduler.config import SchedulerConfig
 from services.cli import load_config, main
 from services.traces import kueue_shape
@@ -160,8 +160,8 @@ def _decided_at(run: Path) -> list[tuple[str, dict[str, Any]]]:
     decided = []
     for line in (run / "decisions.jsonl").read_text().splitlines():
         decision = json.loads(line)
-        decided.append((times[decision.pop("seq")], decision))
         del decision["id"]
+        decided.append((times[decision.pop("seq")], decision))
     return decided
 
 
@@ -177,7 +177,7 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
         trace.write_text("".join(itertools.islice(archive, 331)))  # its 31 header lines, then jobs
     args = (str(trace), "--format", "swf", "--arrival-scale", "2")
     without = simulate(tmp_path / "without", *args)
-    monkeypatch.setattr(SchedulerConfig, "reads_clock", lambda _: True)
+    monkeypatch.setattr(registry, "reads_clock", lambda _: True)
     with_them = simulate(tmp_path / "with", *args)
     assert _decided_at(without) == _decided_at(with_them)
     metrics = [json.loads((run / "metrics.json").read_text()) for run in (without, with_them)]
@@ -189,11 +189,11 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
 
 def test_only_sla_and_reservation_read_the_clock() -> None:
     policies = Path(__file__).resolve().parents[2] / "examples" / "policies"
-    reads = {path.stem: load_config(path).reads_clock() for path in sorted(policies.glob("*.yaml"))}
+    reads = {path.stem: registry.reads_clock(load_config(path)) for path in sorted(policies.glob("*.yaml"))}
     assert reads == {
         "binpack": False, "large-gangs": True, "large-gangs-history": True, "sla": True,
     }  # fmt: skip
-    assert not SchedulerConfig().reads_clock()
+    assert not registry.reads_clock(SchedulerConfig())
 
 
 def test_an_unknown_estimates_mode_is_one_line(tmp_path: Path) -> None:
