@@ -198,12 +198,13 @@ class Candidates:
         return True
 
     def standing(
-        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo]
+        self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo], *, make: bool = False
     ) -> tuple[Iterator[NodeInfo], Counter[str]] | None:
         """The nodes among ``nodes`` (named by ``key``) that ``task`` fits on now, in no set
         order (for sums), and the reasons of the others, counted (never change them); None for
-        a shape without a ranking yet (one asked once at most: no ranking is made for it)."""
-        if key not in self._rankings:
+        a shape without a ranking yet (one asked once at most: no ranking is made for it),
+        unless ``make`` asks for one."""
+        if key not in self._rankings and not make:
             return None
         ranking = self._ranking(key, task, nodes)
         return map(ranking.nodes.__getitem__, ranking.feasible), ranking.counts

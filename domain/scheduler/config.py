@@ -57,9 +57,10 @@ NO_EFFECT_PLUGINS = {
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 DEFAULT_TIERS = (("priority", "gang", "conformance"), ("drf", "predicates", "proportion", "nodeorder", "binpack"))
 
-_TOP_KEYS = frozenset(
-    {"actions", "tiers", "configurations", "kueue", "schedulerName", "ibClusterLabel", "runtimeHistoryLabel"}
-)
+_TOP_KEYS = frozenset({
+    "actions", "tiers", "configurations", "kueue", "schedulerName", "ibClusterLabel", "runtimeHistoryLabel",
+    "keepWaitingReasons",
+})  # fmt: skip
 # Plugin option keys as volcano-scheduler.conf spells them (the yaml tags, not the Go fields).
 _PLUGIN_KEYS = frozenset({
     "name", "arguments", "enableJobOrder", "enableNamespaceOrder", "enableHierarchy", "enableJobReady",
@@ -111,6 +112,10 @@ class SchedulerConfig:
     # The pod label whose values are users in the runtime history that predicts runtimes for held
     # room (``domain/runtime_history.py``); empty: no history is kept.
     runtime_history_label: str = ""
+    # A waiting gang that has said why and still cannot fit is not tried again: its status keeps
+    # the reason its last attempt gave (``domain/scheduler/parked.py``); off: Volcano's rewrite
+    # of the message every cycle.
+    keep_waiting_reasons: bool = False
     kueue: KueueSettings = field(default_factory=KueueSettings)
     # One line per name or argument that was accepted but has no effect here, saying why.
     warnings: tuple[str, ...] = ()
@@ -152,6 +157,7 @@ def from_mapping(data: Mapping[str, Any] | None) -> SchedulerConfig:
         scheduler_name=str(data.get("schedulerName", defaults.scheduler_name)),
         ib_cluster_label=str(data.get("ibClusterLabel", defaults.ib_cluster_label)),
         runtime_history_label=_label(data, "runtimeHistoryLabel", defaults.runtime_history_label),
+        keep_waiting_reasons=_switch(data, "keepWaitingReasons", defaults.keep_waiting_reasons),
         kueue=kueue_settings.parse(kueue),
         warnings=tuple(warnings),
     )
@@ -161,6 +167,13 @@ def _label(data: Mapping[str, Any], key: str, default: str) -> str:
     value = data.get(key, default)
     if not isinstance(value, str):
         raise ConfigError(f"{key!r} must be a label name, not {value!r}")
+    return value
+
+
+def _switch(data: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key!r} must be true or false, not {value!r}")
     return value
 
 

@@ -42,11 +42,11 @@ def best_node(
 
 
 def standing(
-    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
+    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], *, make: bool = False
 ) -> tuple[Iterator[NodeInfo], Counter[str]] | None:
     """The nodes among ``nodes`` that ``task`` fits on now (in no set order), and the others'
-    reasons counted; None while its shape has no node ranking."""
-    return session.candidates.standing(_ranked_as(session, task, ""), task, nodes)
+    reasons counted; None while its shape has no node ranking, unless ``make`` asks for one."""
+    return session.candidates.standing(_ranked_as(session, task, ""), task, nodes, make=make)
 
 
 def _ranked_as(session: Session, task: TaskInfo, where: str) -> tuple[object, ...]:

@@ -77,6 +77,16 @@ def find(
     return Shortfall(placed, failed, verdict)
 
 
+def too_few(session: Session, tasks: list[TaskInfo], nodes: Sequence[NodeInfo], need: int) -> bool:
+    """Whether ``nodes`` hold fewer than ``need`` copies of the shape of ``tasks`` (alike, of a
+    job whose predicates are node-local), so that no attempt can place enough of them. The
+    shape's node ranking is made if it has none (a fresh cache answers as a kept one)."""
+    if not tasks or need <= 0:
+        return False
+    room = _room(session, tasks[0], nodes, need, make=True)
+    return room is not None and room.total < need
+
+
 def _in_task_order(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
     """``tasks`` (some of the job's asking ones, in job order) in the session's task order:
     all of them are sorted once per stamp of the job and configuration (a task's key is its
@@ -111,9 +121,11 @@ class _Rooms:
     shapes: dict[tuple[object, ...], _Room]
 
 
-def _room(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int) -> _Room | None:
+def _room(
+    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int, *, make: bool = False
+) -> _Room | None:
     """The copies of ``task``'s shape that ``nodes`` hold now, counted until ``need`` of them
-    fit; None for a shape that asks for nothing or has no node ranking yet."""
+    fit; None for a shape that asks for nothing or has no node ranking yet (unless ``make``)."""
     kept, candidates = session.kept.get(ROOMS), session.candidates
     if not isinstance(kept, _Rooms) or kept.candidates is not candidates or kept.tick != candidates.tick:
         kept = session.kept[ROOMS] = _Rooms(candidates, candidates.tick, {})
@@ -122,7 +134,7 @@ def _room(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int
     if room is not None and room.nodes is nodes and (room.copies is not None or room.total >= need):
         return room
     wanted = [(name, amount) for name, amount in task.request.items() if amount > 0]
-    standing = placement.standing(session, task, nodes) if wanted else None
+    standing = placement.standing(session, task, nodes, make=make) if wanted else None
     if standing is None:
         return None
     feasible, others = standing

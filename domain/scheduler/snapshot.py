@@ -9,12 +9,14 @@ tier). Only a ``Statement`` changes placements in it, and it undoes them on disc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from domain import quantity
 from domain.changes import Changes
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.queue import QueuePhase
+from domain.lifecycle.status import MachineStatus
 from domain.objects.meta import ObjectKey
 from domain.objects.volcano import Queue
 from domain.quantity import ResourceList
@@ -57,6 +59,8 @@ class Snapshot:
     _own_jobs: bool = False  # ``jobs`` is its own dict, not the job table's (see ``drop``)
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
+    # The state's PodGroup machines, by key, each with the status last written (never change them).
+    written: Mapping[ObjectKey, MachineStatus] = field(default_factory=dict)
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
     now: float = 0.0  # the cycle's instant (its SCHEDULE marker), in seconds since the epoch, as ``created``
     runtime_history: RuntimeHistory = field(default_factory=RuntimeHistory)  # the state's own (never change it)
@@ -194,6 +198,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     snapshot.queued = jobs.queued
     snapshot.now = seconds(state.clock)
     snapshot.runtime_history, snapshot.history_label = state.runtime_history, config.runtime_history_label
+    snapshot.written = state.machines.get("PodGroup", {})
     _hold_pipelined(snapshot, job_table.pipelined(jobs))
     # Free resources per domain, kept current by statements: best fit compares them per gang.
     for where, names in table.members.items():

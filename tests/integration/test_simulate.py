@@ -187,6 +187,34 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
     assert replayed(tmp_path, without) == (without / "decisions.jsonl").read_bytes()
 
 
+def test_kept_waiting_reasons_place_the_same_and_replay(tmp_path: Path) -> None:
+    """HPC2N's first 300 jobs at 2x, default tiers, with ``keepWaitingReasons``: the same binds
+    and queue statuses at the same times and the same figures as without it, far fewer PodGroup
+    statuses (a waiting gang's message is not written again while it cannot fit), and the stream
+    replays, with the same configuration, to its decisions."""
+    trace = tmp_path / "hpc2n-300.swf"
+    with gzip.open(DATA / "HPC2N-2002-2.2-cln.swf.gz", "rt") as archive:
+        trace.write_text("".join(itertools.islice(archive, 331)))  # its 31 header lines, then jobs
+    config = tmp_path / "keep.yaml"
+    config.write_text("keepWaitingReasons: true\n")
+    args = (str(trace), "--format", "swf", "--arrival-scale", "2")
+    tried = simulate(tmp_path / "tried", *args)
+    kept = simulate(tmp_path / "kept", *args, "--config", str(config))
+
+    def others(run: Path) -> list[tuple[str, dict[str, Any]]]:
+        return [(time, d) for time, d in _decided_at(run) if d["kind"] != "PodGroupStatus"]
+
+    assert others(kept) == others(tried)
+    metrics = [json.loads((run / "metrics.json").read_text()) for run in (tried, kept)]
+    for m in metrics:
+        m["simulation"].pop("lines")
+        m["policies"]["schedstream"].pop("pending_reasons")
+    statuses = [m["simulation"]["decisions"].pop("PodGroupStatus") for m in metrics]
+    assert metrics[0] == metrics[1]
+    assert statuses[1] < statuses[0] / 2
+    assert replayed(tmp_path, kept, "--config", str(config)) == (kept / "decisions.jsonl").read_bytes()
+
+
 def test_only_sla_and_reservation_read_the_clock() -> None:
     policies = Path(__file__).resolve().parents[2] / "examples" / "policies"
     reads = {path.stem: registry.reads_clock(load_config(path)) for path in sorted(policies.glob("*.yaml"))}

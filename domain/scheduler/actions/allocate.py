@@ -9,6 +9,9 @@ pods beyond its minimum go after other gangs (one more each time its turn comes 
 A gang that is not ready but that plugins let pipeline (JobPipelined: ``sla``, ``reservation``)
 holds the room it waits for from the jobs after it (``held_room``).
 
+With ``keepWaitingReasons``, a gang that has said it waits for room and still cannot fit is
+passed over, and keeps that status (``parked``).
+
 A gang pipelined by an earlier preemption gives its held room back and is placed afresh: once
 its victims are gone it fits there (nobody else could take that room). While they are still
 leaving it stays pipelined; when they are gone and it still does not fit, it stops waiting.
@@ -19,7 +22,7 @@ from __future__ import annotations
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
-from domain.scheduler import held_room, placement, retry, shortfall, sub_placement
+from domain.scheduler import held_room, parked, placement, retry, shortfall, sub_placement
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.scheduler.statement import Statement
@@ -67,6 +70,8 @@ def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: lis
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
     lent = held_room.lendable(session, job, holds)
+    if not lent and parked.parked(session, job):  # it has said why, and still too few copies fit
+        return False
     # A plain gang that failed last time and sees the same nodes with the same room fails alike;
     # room lent to it is part of the room it sees (and is lent only for an attempt).
     keep = retry.can_keep(session, job)

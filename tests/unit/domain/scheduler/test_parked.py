@@ -1,0 +1,127 @@
+"""domain.scheduler.parked: with ``keepWaitingReasons``, a gang that has said it waits for room
+and still cannot fit is passed over. Closed-loop runs with and without it bind, evict and finish
+the same pods at the same times; only the waiting gangs' messages are written less often, and a
+cycle that starts without the caches parks the same gangs (the rule reads the state alone)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from domain.scheduler import parked
+from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
+from services.simulate.loop import run_closed_loop
+from services.traces.model import Job, Node, Trace
+from tests import spies
+from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
+from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY
+
+KEEP = dataclasses.replace(SchedulerConfig(), keep_waiting_reasons=True)
+
+
+def _keep(config: SchedulerConfig) -> SchedulerConfig:
+    return dataclasses.replace(config, keep_waiting_reasons=True)
+
+
+def _run(trace: Trace, config: SchedulerConfig) -> tuple[list[str], list[tuple[float, dict[str, Any]]]]:
+    """The closed loop's event lines, and its decisions without seq and id, each at its marker's time."""
+    events, decisions = io.BytesIO(), io.BytesIO()
+    run_closed_loop(trace, trace.nodes, config, events, decisions)
+    lines = events.getvalue().decode().splitlines()
+    times = {}
+    for seq, line in enumerate(lines):
+        event = json.loads(line)
+        if event["type"] == "SCHEDULE":
+            times[seq] = event["time"]
+    decided = []
+    for line in decisions.getvalue().decode().splitlines():
+        decision = json.loads(line)
+        del decision["id"]
+        decided.append((times[decision.pop("seq")], decision))
+    return lines, decided
+
+
+def _split(decided: list[tuple[float, dict[str, Any]]]) -> tuple[list[object], dict[str, list[dict[str, Any]]]]:
+    """Every decision but the PodGroups' statuses, and those by PodGroup."""
+    others: list[object] = []
+    statuses: dict[str, list[dict[str, Any]]] = {}
+    for time, decision in decided:
+        if decision["kind"] == "PodGroupStatus":
+            statuses.setdefault(decision["target"]["name"], []).append(decision)
+        else:
+            others.append((time, decision))
+    return others, statuses
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (BUSY_USERS, SHORTEST_HISTORY)],
+    ids=["default", "large-gangs", "large-gangs-history"],
+)
+def test_parked_gangs_are_placed_as_tried_ones(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, tried = _run(trace, config)
+    answers = spies.answers(monkeypatch, parked, "parked")
+    _, kept = _run(trace, _keep(config))
+    assert sum(answers) > 20  # gangs were passed over
+    tried_others, tried_statuses = _split(tried)
+    kept_others, kept_statuses = _split(kept)
+    assert kept_others == tried_others  # the same binds, queue statuses and the rest, at the same times
+    assert sum(map(len, kept_statuses.values())) < sum(map(len, tried_statuses.values()))
+    for name, statuses in tried_statuses.items():
+        kept_ones = kept_statuses[name]
+        # The first word and the last are the same; in between, the same phases in fewer words.
+        assert kept_ones[0] == statuses[0]
+        assert kept_ones[-1] == statuses[-1]
+        assert _phases(kept_ones) == _phases(statuses)
+
+
+def _phases(statuses: list[dict[str, Any]]) -> list[str]:
+    """The phases a PodGroup went through, in order."""
+    phases = [s["phase"] for s in statuses]
+    return [phase for n, phase in enumerate(phases) if n == 0 or phases[n - 1] != phase]
+
+
+def test_a_cycle_without_the_caches_parks_the_same_gangs() -> None:
+    """A worker restored from a snapshot starts without the scheduler's caches: it parks the same."""
+    lines, _ = _run(BUSY, KEEP)
+    kept = _decisions(lines, KEEP, fresh=False)
+    assert len(kept) > 100
+    assert kept == _decisions(lines, KEEP, fresh=True)
+
+
+def test_the_switch_is_off_by_default_and_must_be_a_boolean() -> None:
+    assert not SchedulerConfig().keep_waiting_reasons
+    assert from_mapping({"keepWaitingReasons": True}).keep_waiting_reasons
+    with pytest.raises(ConfigError, match="'keepWaitingReasons' must be true or false, not 'yes'"):
+        from_mapping({"keepWaitingReasons": "yes"})
+
+
+_NODES = tuple(Node(f"n{i}", {"cpu": "4"}) for i in range(3))
+
+
+@st.composite
+def _traces(draw: st.DrawFn) -> Trace:
+    """A few gangs of whole or half nodes and single tasks, arriving faster than they end."""
+    jobs = []
+    for i in range(draw(st.integers(4, 14))):
+        tasks = draw(st.integers(1, 4))
+        cpu = draw(st.sampled_from(["1", "2", "4"]))
+        arrival = draw(st.integers(0, 6)) + 4.0 * i
+        jobs.append(Job(f"j{i}", arrival, float(draw(st.integers(5, 60))), tasks=tasks, requests={"cpu": cpu}))
+    return Trace(tuple(jobs), _NODES)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_traces())
+def test_parking_never_changes_a_placement(trace: Trace) -> None:
+    tried_others, _ = _split(_run(trace, SchedulerConfig())[1])
+    kept_others, _ = _split(_run(trace, KEEP)[1])
+    assert kept_others == tried_others
