@@ -10,7 +10,8 @@ A gang that is not ready but that plugins let pipeline (JobPipelined: ``sla``, `
 holds the room it waits for from the jobs after it (``held_room``).
 
 With ``keepWaitingReasons``, a gang that has said it waits for room and still cannot fit is
-passed over, and keeps that status (``parked``).
+passed over, and keeps that status (``parked``): at its turn, or, when no room is held or
+pipelined, left out of the order at once.
 
 A gang pipelined by an earlier preemption gives its held room back and is placed afresh: once
 its victims are gone it fits there (nobody else could take that room). While they are still
@@ -35,11 +36,14 @@ def execute(session: Session) -> None:
     #    allocate admits Pending jobs itself, as Volcano does.
     admit_pending = "enqueue" not in session.config.actions
     held = {t.job for t in session.snapshot.pipelined}
+    pool = parked.Pool.of(session)  # gangs that would be parked at their turn are left out at once
     waiting: list[JobInfo] = []
     for job in session.snapshot.waiting_jobs():
         if job.terminating or (job.key not in held and not job.tally().asking):
             continue
         if job.phase is PodGroupPhase.PENDING and not admit_pending:
+            continue
+        if pool is not None and pool.parks(job):
             continue
         verdict = session.job_valid(job)
         if verdict is not None:

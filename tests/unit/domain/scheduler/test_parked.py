@@ -125,3 +125,25 @@ def test_parking_never_changes_a_placement(trace: Trace) -> None:
     tried_others, _ = _split(_run(trace, SchedulerConfig())[1])
     kept_others, _ = _split(_run(trace, KEEP)[1])
     assert kept_others == tried_others
+
+
+def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gangs left out of allocate's order before it starts are those it would pass over at their
+    turn: every decision is the same with the pool and with each gang asked at its turn."""
+    left_out = spies.answers(monkeypatch, parked.Pool, "parks")
+    with_pool = _run(BUSY, KEEP)[1]
+    assert sum(left_out) > 20
+    monkeypatch.setattr(parked.Pool, "of", classmethod(lambda cls, session: None))
+    assert _run(BUSY, KEEP)[1] == with_pool
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_traces())
+def test_the_pool_decides_as_turns_do(trace: Trace) -> None:
+    with_pool = _run(trace, KEEP)[1]
+    of = parked.Pool.__dict__["of"]
+    parked.Pool.of = classmethod(lambda cls, session: None)  # type: ignore[method-assign,assignment]
+    try:
+        assert _run(trace, KEEP)[1] == with_pool
+    finally:
+        parked.Pool.of = of  # type: ignore[method-assign]
