@@ -27,7 +27,7 @@ and of its written status, and kept for the next cycle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.status import PodGroupStatusView
@@ -88,6 +88,9 @@ class Pool:
     session: Session
     before: dict[ObjectKey, _Known]
     now: dict[ObjectKey, _Known]
+    # (shape, members needed) -> whether too few copies fit: the room is the same for every job
+    # asked, as all are asked before allocate places any
+    short: dict[tuple[object, int], bool] = field(default_factory=dict)
 
     @classmethod
     def of(cls, session: Session) -> Pool | None:
@@ -131,4 +134,9 @@ class Pool:
         queue = session.snapshot.queues.get(job.queue)
         if queue is None or not queue.is_open:
             return False
-        return shortfall.too_few(session, job.tally().asking, session.snapshot.node_list(), known.need)
+        asking = job.tally().asking
+        key = (asking[0].shape(), known.need)
+        short = self.short.get(key)
+        if short is None:
+            short = self.short[key] = shortfall.too_few(session, asking, session.snapshot.node_list(), known.need)
+        return short

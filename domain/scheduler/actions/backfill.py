@@ -20,11 +20,13 @@ def execute(session: Session) -> None:
     # 1. Best-effort pending tasks of admitted, valid jobs in open queues.
     tasks = []
     for job in snapshot.waiting_jobs():
+        tally = job.tally()
+        if len(tally.pending) == len(tally.asking):  # no best-effort task waits (most jobs): the cheapest look first
+            continue
         queue = snapshot.queues.get(job.queue)
         if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
             continue
-        tally = job.tally()
-        waiting = [t for t in tally.pending if t.best_effort] if len(tally.pending) > len(tally.asking) else []
+        waiting = [t for t in tally.pending if t.best_effort]
         # Validity only matters (and only is asked) for a job with best-effort tasks waiting.
         if waiting and session.job_valid(job) is None:
             tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in waiting)
