@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain.scheduler import parked
+from domain.engine import Engine
+from domain.events import parse_event
+from domain.scheduler import parked, volcano_cycle
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
@@ -147,3 +149,27 @@ def test_the_pool_decides_as_turns_do(trace: Trace) -> None:
         assert _run(trace, KEEP)[1] == with_pool
     finally:
         parked.Pool.of = of  # type: ignore[method-assign]
+
+
+def test_explain_still_sees_what_an_attempt_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dry run (``explain``) parks nobody: each gang waiting for room, parked in the cycles
+    around it, is tried and its room recorded."""
+    lines, _ = _run(BUSY, KEEP)
+    engine = Engine(KEEP, on_markers=lambda _: True)
+    answers = spies.answers(monkeypatch, parked.Pool, "parks")
+    watched = 0
+    for index, line in enumerate(lines):
+        engine.handle(parse_event(line))
+        if index % 40 or not any(answers):
+            continue
+        state = engine.state("default")
+        waiting = frozenset(
+            key
+            for key, machine in state.machines.get("PodGroup", {}).items()
+            if machine.reported and machine.reported[0] == "Inqueue" and machine.reported[1]
+            and machine.reported[1][0][2] == "NotEnoughResources"
+        )  # fmt: skip
+        seen = volcano_cycle.dry_run(state, KEEP, waiting)
+        assert waiting <= seen.room.keys()
+        watched += len(waiting)
+    assert watched > 20
