@@ -45,12 +45,18 @@ _WAITS_FOR_ROOM = ("Unschedulable", "True", Reason.NOT_ENOUGH_RESOURCES.value)
 def parked(session: Session, job: JobInfo) -> bool:
     """Whether allocate passes ``job`` over at its turn (see the module's docstring); room lent
     to it is the caller's to rule out."""
-    if not session.config.keep_waiting_reasons or session.seen is not None or not session.node_local:
+    if not _on(session):
         return False
     need = _need(session, job, _written(session, job))
     if not need or session.job_pipelined(job):
         return False
     return shortfall.too_few(session, job.tally().asking, session.snapshot.node_list(), need)
+
+
+def _on(session: Session) -> bool:
+    """Whether the configuration parks gangs in this session: not in a dry run, and only with
+    node-local predicates and scores (what ``shortfall`` counts copies with)."""
+    return session.config.keep_waiting_reasons and session.seen is None and session.node_local
 
 
 def _written(session: Session, job: JobInfo) -> PodGroupStatusView | None:
@@ -96,9 +102,7 @@ class Pool:
     def of(cls, session: Session) -> Pool | None:
         """The session's pool, when gangs can be parked before their turn (see the module's docstring)."""
         if (
-            not session.config.keep_waiting_reasons
-            or session.seen is not None
-            or not session.node_local
+            not _on(session)
             or ExtensionPoint.JOB_PIPELINED in session.points
             or session.snapshot.pipelined
             or session.found.pipelines

@@ -21,6 +21,7 @@ from services.cli import load_config, main
 from services.traces import kueue_shape
 from services.traces.native import write_native
 from tests.conftest import IN_CI
+from tests.decided import at_marker_times
 from tests.shared_data import SHARED_DATA
 from tests.sim_traces import PREEMPTION, PREEMPTION_CONFIG, SMALL
 
@@ -150,19 +151,10 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
     assert read["none kept"] > 5 * read["kept"] > 0
 
 
-def _decided_at(run: Path) -> list[tuple[str, dict[str, Any]]]:
+def _decided_at(run: Path) -> list[tuple[Any, dict[str, Any]]]:
     """A run's decisions without their seq and id, each with its marker's time."""
-    times = {}
-    for seq, line in enumerate((run / "events.jsonl").read_text().splitlines()):
-        event = json.loads(line)
-        if event["type"] == "SCHEDULE":
-            times[seq] = event["time"]
-    decided = []
-    for line in (run / "decisions.jsonl").read_text().splitlines():
-        decision = json.loads(line)
-        del decision["id"]
-        decided.append((times[decision.pop("seq")], decision))
-    return decided
+    events, decisions = ((run / name).read_text().splitlines() for name in ("events.jsonl", "decisions.jsonl"))
+    return at_marker_times(events, decisions)
 
 
 def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
@@ -201,7 +193,7 @@ def test_kept_waiting_reasons_place_the_same_and_replay(tmp_path: Path) -> None:
     tried = simulate(tmp_path / "tried", *args)
     kept = simulate(tmp_path / "kept", *args, "--config", str(config))
 
-    def others(run: Path) -> list[tuple[str, dict[str, Any]]]:
+    def others(run: Path) -> list[tuple[Any, dict[str, Any]]]:
         return [(time, d) for time, d in _decided_at(run) if d["kind"] != "PodGroupStatus"]
 
     assert others(kept) == others(tried)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
 from tests import spies
+from tests.decided import at_marker_times
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
 from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY
 
@@ -31,25 +31,15 @@ def _keep(config: SchedulerConfig) -> SchedulerConfig:
     return dataclasses.replace(config, keep_waiting_reasons=True)
 
 
-def _run(trace: Trace, config: SchedulerConfig) -> tuple[list[str], list[tuple[float, dict[str, Any]]]]:
+def _run(trace: Trace, config: SchedulerConfig) -> tuple[list[str], list[tuple[Any, dict[str, Any]]]]:
     """The closed loop's event lines, and its decisions without seq and id, each at its marker's time."""
     events, decisions = io.BytesIO(), io.BytesIO()
     run_closed_loop(trace, trace.nodes, config, events, decisions)
     lines = events.getvalue().decode().splitlines()
-    times = {}
-    for seq, line in enumerate(lines):
-        event = json.loads(line)
-        if event["type"] == "SCHEDULE":
-            times[seq] = event["time"]
-    decided = []
-    for line in decisions.getvalue().decode().splitlines():
-        decision = json.loads(line)
-        del decision["id"]
-        decided.append((times[decision.pop("seq")], decision))
-    return lines, decided
+    return lines, at_marker_times(lines, decisions.getvalue().decode().splitlines())
 
 
-def _split(decided: list[tuple[float, dict[str, Any]]]) -> tuple[list[object], dict[str, list[dict[str, Any]]]]:
+def _split(decided: list[tuple[Any, dict[str, Any]]]) -> tuple[list[object], dict[str, list[dict[str, Any]]]]:
     """Every decision but the PodGroups' statuses, and those by PodGroup."""
     others: list[object] = []
     statuses: dict[str, list[dict[str, Any]]] = {}
