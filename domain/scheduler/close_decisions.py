@@ -153,6 +153,7 @@ def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[
         if not state.record(decision):
             snapshot.unsettled.add(key)  # refused now: asked again next cycle
             continue
+        session.found.written.append(key)
         out.append(decision)
     # A PodGroup admitted before it has pods says Inqueue and nothing more: with no task there is
     # no gang to judge (upstream's gang plugin skips it too).

@@ -52,6 +52,10 @@ class JobTable:
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs
+    renewals: int = 0  # how many times ``renew`` took it (``parked.Pool`` misses no renewal's changes)
+    # The jobs the last renewal built again, put back or gave a changed PodGroup: the only ones
+    # whose tasks, PodGroup or phase may differ from the renewal before
+    changed: set[ObjectKey] = field(default_factory=set)
 
 
 def _shift(sums: dict[str, ResourceList], queue: str, amount: ResourceList, sign: int) -> None:
@@ -194,6 +198,8 @@ def renew(
     table.spoiled.clear()
     # A job put back as it was needs no new build; close looks at it again, as at a new one.
     table.unsettled.update(k for k in table.restored if k in table.templates and table.templates[k].group)
+    table.renewals += 1
+    table.changed = groups | table.restored
     table.restored.clear()
     for pod_key in pods:
         old = table.pod_jobs.pop(pod_key, None)
@@ -217,6 +223,7 @@ def renew(
             table.childless.add(key)
         else:
             table.childless.discard(key)
+    table.changed |= dirty
     if dirty:
         _renew(state, config, memo, table, dirty)
     return table

@@ -21,12 +21,17 @@ Allocate asks it twice. When its turn comes (``parked``), for any configuration.
 room is held or pipelined in the session, before the jobs are even ordered (``Pool``): then the
 free room only shrinks while allocate places gangs (a discarded attempt gives back exactly what
 it took), so a gang parked at the start is parked at its turn, and it is left out of the order
-at once. What makes a gang parkable whatever the room is worked out once per state of the job
-and of its written status, and kept for the next cycle.
+at once. The pool is kept from cycle to cycle (kube-scheduler's pool of unschedulable pods): a
+parked gang is not looked at again until one of the inputs of its answer may have changed
+(its job, its PodGroup or the status last written, its queue's state, or the copies of its
+shape that fit, counted once for all the gangs parked with it), and a pool that missed a
+renewal of the job table starts afresh. It is a cache of the rule, never a fact: a fresh one
+parks the same gangs (``tests/unit/domain/scheduler/test_parked.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from domain.lifecycle.pod_group import PodGroupPhase
@@ -68,7 +73,7 @@ def _need(session: Session, job: JobInfo, written: PodGroupStatusView | None) ->
     """How many more members ``job`` needs placed, when it may be parked for want of room; else 0."""
     if not written or not written[1] or written[1][0][:3] != _WAITS_FOR_ROOM:
         return 0
-    if job.topology is not None or job.subgroups or job.pipelined() or not job.all_alike():
+    if job.group is None or job.topology is not None or job.subgroups or job.pipelined() or not job.all_alike():
         return 0
     return max(job.min_member - job.placed(), 0)
 
@@ -88,12 +93,22 @@ class _Known:
 
 @dataclass(slots=True, eq=False)
 class Pool:
-    """The gangs left out of allocate's order in one session, and what was known of each job
-    asked (this session's, and the last one's for the jobs asked again)."""
+    """The gangs left out of allocate's order, kept from session to session while each
+    renewal of the job table is seen (kube-scheduler's pool of unschedulable pods), and what
+    was known of each job asked. A parked gang is not looked at again until something its
+    answer reads may have changed: its job or PodGroup (the renewal's ``changed``, or this
+    session's own changes so far), the status last written (what close wrote last session),
+    its queue's state, or the copies of its shape that fit (counted once per queue and shape,
+    for every gang parked there). Each of those wakes it, and it is asked afresh."""
 
     session: Session
-    before: dict[ObjectKey, _Known]
-    now: dict[ObjectKey, _Known]
+    unsettled: set[ObjectKey]  # the job table's (whose identity says the table is the same one)
+    renewal: int  # the job table's renewal this session took
+    before: dict[ObjectKey, _Known]  # jobs asked last session, and the ones woken in this one
+    now: dict[ObjectKey, _Known]  # jobs asked in this session and not parked
+    parked: dict[ObjectKey, tuple[str, object, int]]  # job -> its queue, shape and need
+    # (queue, shape) -> members still needed -> the gangs parked there
+    groups: dict[tuple[str, object], dict[int, dict[ObjectKey, _Known]]]
     # (shape, members needed) -> whether too few copies fit: the room is the same for every job
     # asked, as all are asked before allocate places any
     short: dict[tuple[object, int], bool] = field(default_factory=dict)
@@ -107,15 +122,58 @@ class Pool:
             or session.snapshot.pipelined
             or session.found.pipelines
         ):
+            session.kept.pop(KEPT, None)  # the next pool starts afresh: this session is not seen
             return None
-        kept = session.kept.get(KEPT)
-        before = kept.now if isinstance(kept, Pool) and kept.session.config is session.config else {}
-        pool = session.kept[KEPT] = cls(session, before, {})  # only the jobs asked last time stay
+        snapshot = session.snapshot
+        pool = session.kept.get(KEPT)
+        if (
+            isinstance(pool, Pool)
+            and pool.session.config is session.config
+            and pool.unsettled is snapshot.unsettled
+            and pool.renewal + 1 == snapshot.renewal
+            and not snapshot.dropped
+        ):
+            last = pool.session
+            pool.session, pool.renewal, pool.before, pool.now, pool.short = session, snapshot.renewal, pool.now, {}, {}
+            for keys in (snapshot.changed, last.found.written, snapshot.spoiled, snapshot.restored):
+                pool._wake(keys)
+            pool._wake_by_room()
+        else:
+            pool = cls(session, snapshot.unsettled, snapshot.renewal, {}, {}, {}, {})
+        session.kept[KEPT] = pool
         return pool
 
+    def _wake(self, keys: Iterable[ObjectKey]) -> None:
+        """Ask the gangs ``keys`` that are parked afresh in this session."""
+        parked = self.parked
+        for key in keys:
+            where = parked.pop(key, None)
+            if where is not None:
+                queue, shape, need = where
+                needs = self.groups[queue, shape]
+                self.before[key] = needs[need].pop(key)
+                if not needs[need]:
+                    del needs[need]
+                    if not needs:
+                        del self.groups[queue, shape]
+
+    def _wake_by_room(self) -> None:
+        """Wake the gangs whose queue is no longer open, or whose shape now fits as often as they need."""
+        session = self.session
+        nodes = session.snapshot.node_list()
+        for (queue_name, _), needs in list(self.groups.items()):
+            queue = session.snapshot.queues.get(queue_name)
+            fit = None
+            if queue is not None and queue.is_open:
+                anyone = next(iter(next(iter(needs.values())).values()))
+                fit = shortfall.copies(session, anyone.job.tally().asking[0], nodes, max(needs))
+            woken = [key for need, gangs in needs.items() if fit is None or need <= fit for key in gangs]
+            self._wake(woken)
+
     def parks(self, job: JobInfo) -> bool:
-        """Whether ``job``, waiting, would be parked at its turn: admitted, valid, in an open
-        queue, parkable, and too few copies of its shape fit now."""
+        """Whether ``job``, waiting and not parked, would be parked at its turn: admitted, valid,
+        in an open queue, parkable, and too few copies of its shape fit now. It stays parked in
+        the sessions after this one until something wakes it."""
         session = self.session
         written = _written(session, job)
         known = self.before.get(job.key)
@@ -132,15 +190,18 @@ class Pool:
             if job.phase is PodGroupPhase.INQUEUE and session.job_valid(job) is None:
                 need = _need(session, job, written)
             known = _Known(job, job.stamp, len(job.tasks), job.group, job.phase, written, need)
+        if known.need:
+            queue = session.snapshot.queues.get(job.queue)
+            if queue is not None and queue.is_open:
+                asking = job.tally().asking
+                shape = asking[0].shape()
+                short = self.short.get((shape, known.need))
+                if short is None:
+                    nodes = session.snapshot.node_list()
+                    short = self.short[shape, known.need] = shortfall.too_few(session, asking, nodes, known.need)
+                if short:
+                    self.parked[job.key] = (job.queue, shape, known.need)
+                    self.groups.setdefault((job.queue, shape), {}).setdefault(known.need, {})[job.key] = known
+                    return True
         self.now[job.key] = known
-        if not known.need:
-            return False
-        queue = session.snapshot.queues.get(job.queue)
-        if queue is None or not queue.is_open:
-            return False
-        asking = job.tally().asking
-        key = (asking[0].shape(), known.need)
-        short = self.short.get(key)
-        if short is None:
-            short = self.short[key] = shortfall.too_few(session, asking, session.snapshot.node_list(), known.need)
-        return short
+        return False

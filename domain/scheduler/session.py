@@ -53,6 +53,7 @@ class Findings:
     tentative: dict[ObjectKey, int] = field(default_factory=dict)  # most members placed in a discarded try
     pipelines: list[TaskInfo] = field(default_factory=list)  # tasks pipelined, or unpipelined, by a commit
     holding: list[HeldRoom] = field(default_factory=list)  # room gangs past their bound hold at allocate's end
+    written: list[ObjectKey] = field(default_factory=list)  # PodGroups whose status close wrote, by key
 
     def refuse(self, job: JobInfo, verdict: Verdict) -> None:
         self.verdicts.setdefault(job.key, []).append(verdict)

@@ -83,8 +83,16 @@ def too_few(session: Session, tasks: list[TaskInfo], nodes: Sequence[NodeInfo], 
     shape's node ranking is made if it has none (a fresh cache answers as a kept one)."""
     if not tasks or need <= 0:
         return False
-    room = _room(session, tasks[0], nodes, need, make=True)
-    return room is not None and room.total < need
+    fit = copies(session, tasks[0], nodes, need)
+    return fit is not None and fit < need
+
+
+def copies(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int) -> int | None:
+    """How many copies of ``task``'s shape ``nodes`` hold, counted until ``need`` of them fit
+    (so at least ``need`` when enough do); None for a shape that asks for nothing. The shape's
+    node ranking is made if it has none (a fresh cache answers as a kept one)."""
+    room = _room(session, task, nodes, need, make=True)
+    return None if room is None else room.total
 
 
 def _in_task_order(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:

@@ -59,6 +59,10 @@ class Snapshot:
     _own_jobs: bool = False  # ``jobs`` is its own dict, not the job table's (see ``drop``)
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
+    # Jobs built again, put back or with a changed PodGroup since the renewal of the job table
+    # before this one (its ``changed`` and ``renewals``; never change it)
+    changed: set[ObjectKey] = field(default_factory=set)
+    renewal: int = 0
     # The state's PodGroup machines, by key, each with the status last written (never change them).
     written: Mapping[ObjectKey, MachineStatus] = field(default_factory=dict)
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs (never change it)
@@ -195,6 +199,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     snapshot.unborn = job_table.unborn(state, facts, jobs, config.ib_cluster_label) if jobs.childless else []
     snapshot.spoiled, snapshot.unsettled, snapshot.rejected = jobs.spoiled, jobs.unsettled, jobs.rejected
     snapshot.restored = jobs.restored
+    snapshot.changed, snapshot.renewal = jobs.changed, jobs.renewals
     snapshot.queued = jobs.queued
     snapshot.now = seconds(state.clock)
     snapshot.runtime_history, snapshot.history_label = state.runtime_history, config.runtime_history_label

@@ -5,8 +5,10 @@ cycle that starts without the caches parks the same gangs (the rule reads the st
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
+import json
 from typing import Any
 
 import pytest
@@ -119,26 +121,82 @@ def test_parking_never_changes_a_placement(trace: Trace) -> None:
     assert kept_others == tried_others
 
 
+def _checked_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Check, in each session, that every gang the kept pool leaves out without a look is one a
+    fresh pool would park; the number of such gangs per session, in the list returned."""
+    of = parked.Pool.__dict__["of"].__func__
+    kept: list[int] = []
+
+    def checked(cls: type[parked.Pool], session: Any) -> parked.Pool | None:
+        pool = of(cls, session)
+        if pool is not None:
+            snapshot = session.snapshot
+            fresh = cls(session, snapshot.unsettled, snapshot.renewal, {}, {}, {}, {})
+            assert all(fresh.parks(snapshot.jobs[key]) for key in pool.parked if key in snapshot.jobs)
+            kept.append(len(pool.parked))
+        return pool
+
+    monkeypatch.setattr(parked.Pool, "of", classmethod(checked))
+    return kept
+
+
+def _no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parked.Pool, "of", classmethod(lambda cls, session: None))
+
+
 def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(monkeypatch: pytest.MonkeyPatch) -> None:
     """Gangs left out of allocate's order before it starts are those it would pass over at their
-    turn: every decision is the same with the pool and with each gang asked at its turn."""
-    left_out = spies.answers(monkeypatch, parked.Pool, "parks")
+    turn: every decision is the same with the pool and with each gang asked at its turn. The
+    pool is kept from cycle to cycle, and each gang it leaves out without a look again is one a
+    fresh pool would park."""
+    kept = _checked_pools(monkeypatch)
     with_pool = _run(BUSY, KEEP)[1]
-    assert sum(left_out) > 20
-    monkeypatch.setattr(parked.Pool, "of", classmethod(lambda cls, session: None))
+    assert sum(kept) > 20
+    _no_pool(monkeypatch)
     assert _run(BUSY, KEEP)[1] == with_pool
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_traces())
 def test_the_pool_decides_as_turns_do(trace: Trace) -> None:
-    with_pool = _run(trace, KEEP)[1]
-    of = parked.Pool.__dict__["of"]
-    parked.Pool.of = classmethod(lambda cls, session: None)  # type: ignore[method-assign,assignment]
-    try:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _checked_pools(monkeypatch)
+        with_pool = _run(trace, KEEP)[1]
+        _no_pool(monkeypatch)
         assert _run(trace, KEEP)[1] == with_pool
-    finally:
-        parked.Pool.of = of  # type: ignore[method-assign]
+
+
+def _shrunk(lines: list[str], after: int) -> list[str]:
+    """The stream with each gang told, ``after`` cycles once its PodGroup arrived, that one
+    member is enough (a change of the job while it may be parked)."""
+    out: list[str] = []
+    due: dict[str, list[Any]] = {}  # gang -> [cycles left, its PodGroup as it arrived]
+    for line in lines:
+        event = json.loads(line)
+        group = event.get("object") or {}
+        if event["type"] == "SCHEDULE":
+            for name, entry in list(due.items()):
+                entry[0] -= 1
+                if not entry[0]:
+                    changed = copy.deepcopy(entry[1])
+                    changed["spec"]["minMember"] = 1
+                    changed["metadata"]["resourceVersion"] = str(10**6 + len(out))
+                    out.append(json.dumps({"type": "MODIFIED", "cluster": event["cluster"], "object": changed}))
+                    del due[name]
+        elif event["type"] == "ADDED" and group.get("kind") == "PodGroup":
+            due[group["metadata"]["name"]] = [after, group]
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("after", [5, 8])
+def test_a_parked_gang_whose_job_changes_is_asked_again(after: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _shrunk(_run(BUSY, KEEP)[0], after)
+    kept = _checked_pools(monkeypatch)
+    with_pool = _decisions(lines, KEEP, fresh=False)
+    assert sum(kept) > 20
+    _no_pool(monkeypatch)
+    assert _decisions(lines, KEEP, fresh=False) == with_pool
 
 
 def test_explain_still_sees_what_an_attempt_would(monkeypatch: pytest.MonkeyPatch) -> None:
