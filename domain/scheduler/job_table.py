@@ -41,6 +41,9 @@ class JobTable:
     owned: set[ObjectKey] = field(default_factory=set)  # jobs owned by Volcano Jobs: built every cycle
     pipelining: set[ObjectKey] = field(default_factory=set)  # jobs with a pipelined task
     waiting: set[ObjectKey] = field(default_factory=set)  # jobs with a pending or pipelined task
+    in_order: list[tuple[ObjectKey, ObjectKey]] = field(default_factory=list)  # (first pod, job) of those, sorted
+    best_effort: set[ObjectKey] = field(default_factory=set)  # those with such a task that asks for nothing
+    unadmitted: set[ObjectKey] = field(default_factory=set)  # those Pending (not yet enqueued)
     reserving: set[ObjectKey] = field(default_factory=set)  # Inqueue jobs with minResources
     childless: set[ObjectKey] = field(default_factory=set)  # PodGroups without a pod filed under them
     # job -> (its queue, what it adds to ``held`` and to ``asked`` there)
@@ -78,11 +81,14 @@ def _forget(table: JobTable, key: ObjectKey) -> ObjectKey | None:
     first = table.first.pop(key, None)
     if first is not None:
         table.order.pop(bisect_left(table.order, (first, key)))
+        if key in table.waiting:
+            table.in_order.pop(bisect_left(table.in_order, (first, key)))
         queue, held, asked = table.sums.pop(key)
         _shift(table.held, queue, held, -1)
         _shift(table.asked, queue, asked, -1)
         table.queued[queue].discard(key)
-    for kept in (table.owned, table.pipelining, table.waiting, table.reserving, table.unsettled, table.rejected):
+    kept_sets = (table.owned, table.pipelining, table.waiting, table.best_effort, table.unadmitted, table.reserving)
+    for kept in (*kept_sets, table.unsettled, table.rejected):
         kept.discard(key)
     return first
 
@@ -101,6 +107,12 @@ def _remember(table: JobTable, job: JobInfo, rejected: bool) -> None:
             table.waiting.add(key)
             if task.status is TaskStatus.PIPELINED:
                 table.pipelining.add(key)
+            if task.best_effort:
+                table.best_effort.add(key)
+    if key in table.waiting:
+        insort(table.in_order, (first, key))
+        if job.phase is PodGroupPhase.PENDING:
+            table.unadmitted.add(key)
     table.sums[key] = (job.queue, dict(job.allocated), asked)
     _shift(table.held, job.queue, job.allocated, +1)
     _shift(table.asked, job.queue, asked, +1)

@@ -47,6 +47,8 @@ class Snapshot:
     rebuilt: set[str] | None = None  # nodes built again since the last snapshot; None: all of them
     pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
     waiting: list[ObjectKey] = field(default_factory=list)  # jobs with a pending or pipelined task, in job order
+    best_effort: list[ObjectKey] = field(default_factory=list)  # those with such a task asking for nothing
+    unadmitted: list[ObjectKey] = field(default_factory=list)  # those Pending (not yet enqueued), in job order
     reserving: list[ObjectKey] = field(default_factory=list)  # Inqueue jobs with minResources, in job order
     # PodGroups that never had a pod yet, Pending or Inqueue, by key: Volcano's job controller makes
     # a Job's pods only once its PodGroup is Inqueue, so enqueue must admit them without tasks.
@@ -194,7 +196,9 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
     snapshot.rebuilt = memo.rebuilt
-    snapshot.waiting = sorted(jobs.waiting, key=jobs.first.__getitem__)
+    snapshot.waiting = [key for _, key in jobs.in_order]
+    snapshot.best_effort = sorted(jobs.best_effort, key=jobs.first.__getitem__)
+    snapshot.unadmitted = sorted(jobs.unadmitted, key=jobs.first.__getitem__)
     snapshot.reserving = sorted(jobs.reserving, key=jobs.first.__getitem__)
     snapshot.unborn = job_table.unborn(state, facts, jobs, config.ib_cluster_label) if jobs.childless else []
     snapshot.spoiled, snapshot.unsettled, snapshot.rejected = jobs.spoiled, jobs.unsettled, jobs.rejected

@@ -19,14 +19,12 @@ def execute(session: Session) -> None:
     snapshot = session.snapshot
     # 1. Best-effort pending tasks of admitted, valid jobs in open queues.
     tasks = []
-    for job in snapshot.waiting_jobs():
-        tally = job.tally()
-        if len(tally.pending) == len(tally.asking):  # no best-effort task waits (most jobs): the cheapest look first
+    for key in snapshot.best_effort:  # the jobs with such a task waiting when the session began (few)
+        job = snapshot.jobs.get(key)
+        queue = None if job is None else snapshot.queues.get(job.queue)
+        if job is None or job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
             continue
-        queue = snapshot.queues.get(job.queue)
-        if job.phase is PodGroupPhase.PENDING or job.terminating or queue is None or not queue.is_open:
-            continue
-        waiting = [t for t in tally.pending if t.best_effort]
+        waiting = [t for t in job.tally().pending if t.best_effort]
         # Validity only matters (and only is asked) for a job with best-effort tasks waiting.
         if waiting and session.job_valid(job) is None:
             tasks.extend((session.queue_key(queue), session.job_key(job), t) for t in waiting)

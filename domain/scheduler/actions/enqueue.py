@@ -30,11 +30,13 @@ def admissible(session: Session, job: JobInfo) -> Verdict | None:
 def execute(session: Session) -> None:
     # 1. Pending jobs, with pending tasks or none yet, grouped by queue; jobs in unknown or
     #    closed queues are refused at once.
+    jobs = session.snapshot.jobs
     waiting = [
         job
-        for job in session.snapshot.waiting_jobs()
-        if job.phase is PodGroupPhase.PENDING and job.pending() and not job.terminating
-    ]
+        for key in session.snapshot.unadmitted
+        if (job := jobs.get(key)) is not None
+        and job.phase is PodGroupPhase.PENDING and job.pending() and not job.terminating
+    ]  # fmt: skip
     waiting.extend(job for job in session.snapshot.unborn if job.phase is PodGroupPhase.PENDING)
     # 2. Take the queue that goes next (queue order), and its next job (job order).
     for job in session.in_queue_order(waiting):
