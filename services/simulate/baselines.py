@@ -331,10 +331,18 @@ class _Baseline:
         # its shadow time, since the last job started: first fit puts a job of as many tasks or
         # more at least where that one went, so it would too (or does not fit now).
         delaying: dict[tuple[object, ...], int] = {}
+        # Per shape, how many copies of it the room holds, since the last job started: a job of
+        # more tasks does not fit (``fit`` would say so from the same tally).
+        room: dict[tuple[object, ...], int] = {}
         started: set[str] = set()
         for job in self.waiting if head is None else self.waiting[1:]:
             request = self.requests[job.id]
             shape = self.cluster.shape(job, request)
+            copies = room.get(shape)
+            if copies is None:
+                copies = room[shape] = self.cluster.tally(job, request).total
+            if job.tasks > copies:
+                continue
             runtime = _planned(job)
             outlives = reservation is not None and (runtime is None or now + runtime > reservation[0])
             if outlives and job.tasks >= delaying.get(shape, job.tasks + 1):
@@ -355,6 +363,7 @@ class _Baseline:
                     delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
                     continue
             delaying.clear()
+            room.clear()
             self.cluster.take(job, placement, request)
             started.add(job.id)
             self._leaves(job)
