@@ -170,6 +170,11 @@ class Pool:
             woken = [key for need, gangs in needs.items() if fit is None or need <= fit for key in gangs]
             self._wake(woken)
 
+    def awake(self) -> list[ObjectKey]:
+        """The waiting jobs not parked in an earlier session (or woken in this one), in job order."""
+        snapshot = self.session.snapshot
+        return sorted(snapshot.waiting - self.parked.keys(), key=snapshot.first.__getitem__)
+
     def parks(self, job: JobInfo) -> bool:
         """Whether ``job``, waiting and not parked, would be parked at its turn: admitted, valid,
         in an open queue, parkable, and too few copies of its shape fit now. It stays parked in

@@ -46,7 +46,11 @@ class Snapshot:
     touched: set[str] = field(default_factory=set)  # nodes whose idle a statement changed
     rebuilt: set[str] | None = None  # nodes built again since the last snapshot; None: all of them
     pipelined: list[TaskInfo] = field(default_factory=list)  # tasks pipelined by earlier cycles, in key order
-    waiting: list[ObjectKey] = field(default_factory=list)  # jobs with a pending or pipelined task, in job order
+    # Jobs with a pending or pipelined task (the job table's: never change it), and the same in
+    # job order, as (first pod, job) pairs
+    waiting: set[ObjectKey] = field(default_factory=set)
+    in_order: list[tuple[ObjectKey, ObjectKey]] = field(default_factory=list)
+    first: Mapping[ObjectKey, ObjectKey] = field(default_factory=dict)  # job -> its first pod (job order's key)
     best_effort: list[ObjectKey] = field(default_factory=list)  # those with such a task asking for nothing
     unadmitted: list[ObjectKey] = field(default_factory=list)  # those Pending (not yet enqueued), in job order
     reserving: list[ObjectKey] = field(default_factory=list)  # Inqueue jobs with minResources, in job order
@@ -79,9 +83,13 @@ class Snapshot:
             self._node_list = list(self.nodes.values())
         return self._node_list
 
+    def waiting_keys(self) -> list[ObjectKey]:
+        """The keys of the jobs with a pending or pipelined task at the start of the session, in job order."""
+        return [key for _, key in self.in_order]
+
     def waiting_jobs(self) -> list[JobInfo]:
         """The jobs with a pending or pipelined task at the start of the session, in job order."""
-        return [job for key in self.waiting if (job := self.jobs.get(key)) is not None]
+        return [job for _, key in self.in_order if (job := self.jobs.get(key)) is not None]
 
     def idle(self) -> bool:
         """Whether no job waits (none has a pending or pipelined task) and no PodGroup without
@@ -196,7 +204,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     snapshot.node_domains = table.node_domains
     snapshot.touched = memo.touched
     snapshot.rebuilt = memo.rebuilt
-    snapshot.waiting = [key for _, key in jobs.in_order]
+    snapshot.waiting, snapshot.in_order, snapshot.first = jobs.waiting, jobs.in_order, jobs.first
     snapshot.best_effort = sorted(jobs.best_effort, key=jobs.first.__getitem__)
     snapshot.unadmitted = sorted(jobs.unadmitted, key=jobs.first.__getitem__)
     snapshot.reserving = sorted(jobs.reserving, key=jobs.first.__getitem__)

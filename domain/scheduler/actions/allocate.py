@@ -37,11 +37,10 @@ def execute(session: Session) -> None:
     admit_pending = "enqueue" not in session.config.actions
     held = {t.job for t in session.snapshot.pipelined}
     pool = parked.Pool.of(session)  # gangs that would be parked at their turn are left out at once
-    left_out = pool.parked if pool is not None else {}  # those parked in earlier sessions and not woken
     jobs = session.snapshot.jobs
     waiting: list[JobInfo] = []
-    for key in session.snapshot.waiting:
-        if key in left_out or (job := jobs.get(key)) is None:
+    for key in session.snapshot.waiting_keys() if pool is None else pool.awake():
+        if (job := jobs.get(key)) is None:
             continue
         if job.terminating or (key not in held and not job.tally().asking):
             continue

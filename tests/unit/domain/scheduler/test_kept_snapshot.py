@@ -41,7 +41,7 @@ def _view(state: ClusterState, config: SchedulerConfig, cache: ClusterCache) -> 
         for job in view.jobs.values()
     ] + [(t.key, t.status, t.node) for t in view.pipelined] + [
         (name, queue.allocated, queue.asked, sorted(view.queued.get(name, ()))) for name, queue in view.queues.items()
-    ] + [view.waiting, view.reserving, sorted(view.rejected)]  # fmt: skip
+    ] + [view.waiting_keys(), view.best_effort, view.unadmitted, view.reserving, sorted(view.rejected)]  # fmt: skip
 
 
 def _check(lines: list[str], config: SchedulerConfig) -> int:
