@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -246,8 +245,11 @@ class _Baseline:
     # (planned end, start order, job id) of the running jobs with a planned runtime, sorted: the
     # order in which EASY expects them to give their nodes back (equal ends in start order).
     planned: list[tuple[float, int, str]] = field(default_factory=list)
-    # Per shape of the waiting jobs: one of them, and how many wait with each number of tasks.
-    sizes: dict[tuple[object, ...], tuple[Job, Counter[int]]] = field(default_factory=dict)
+    # Per shape of the waiting jobs: one of them, and those waiting with each number of tasks,
+    # each with its place in the queue (``arrivals``), in queue order.
+    sizes: dict[tuple[object, ...], tuple[Job, dict[int, list[tuple[int, Job]]]]] = field(default_factory=dict)
+    arrivals: itertools.count[int] = field(default_factory=itertools.count)
+    place_of: dict[str, int] = field(default_factory=dict)  # waiting job -> its place in the queue
 
     def __post_init__(self) -> None:
         self.cluster = _Cluster.of(self.nodes)
@@ -323,7 +325,8 @@ class _Baseline:
     def fill(self, now: float, head: Job | None) -> None:
         """Start every waiting job after ``head`` that fits now (every waiting job when ``head``
         is None) and, when ``head`` has a shadow time, leaves it room then."""
-        if not self._some_fit():
+        fits = self._may_fit()
+        if not fits:
             return
         reservation = None if head is None else self.shadow(head, now)
         later_head: _Tally | None = None  # the head's tally on the room at the shadow time
@@ -335,7 +338,9 @@ class _Baseline:
         # more tasks does not fit (``fit`` would say so from the same tally).
         room: dict[tuple[object, ...], int] = {}
         started: set[str] = set()
-        for job in self.waiting if head is None else self.waiting[1:]:
+        for _, job in fits:
+            if job is head:
+                continue
             request = self.requests[job.id]
             shape = self.cluster.shape(job, request)
             copies = room.get(shape)
@@ -374,24 +379,32 @@ class _Baseline:
     def _waits(self, job: Job) -> None:
         self.waiting.append(job)
         shape = self.cluster.shape(job, self.requests[job.id])
-        self.sizes.setdefault(shape, (job, Counter()))[1][job.tasks] += 1
+        place = self.place_of[job.id] = next(self.arrivals)
+        self.sizes.setdefault(shape, (job, {}))[1].setdefault(job.tasks, []).append((place, job))
 
     def _leaves(self, job: Job) -> None:
         """``job`` no longer waits (``waiting`` is the caller's to change)."""
         shape = self.cluster.shape(job, self.requests[job.id])
         counts = self.sizes[shape][1]
-        counts[job.tasks] -= 1
-        if not counts[job.tasks]:
+        alike = counts[job.tasks]
+        del alike[bisect.bisect_left(alike, (self.place_of.pop(job.id),))]
+        if not alike:
             del counts[job.tasks]
             if not counts:
                 del self.sizes[shape]
 
-    def _some_fit(self) -> bool:
-        """Whether a waiting job may fit now: for some shape, the room holds as many copies as
-        the fewest tasks a job of it waits with (when none does, a pass starts nothing)."""
-        return any(
-            self.cluster.tally(job, self.requests[job.id]).total >= min(counts) for job, counts in self.sizes.values()
-        )
+    def _may_fit(self) -> list[tuple[int, Job]]:
+        """The waiting jobs that may fit now, in queue order: those with no more tasks than the
+        room holds copies of their shape (room only shrinks while a pass starts jobs, so no
+        other job could start in it)."""
+        fits: list[tuple[int, Job]] = []
+        for job, counts in self.sizes.values():
+            copies = self.cluster.tally(job, self.requests[job.id]).total
+            for tasks, alike in counts.items():
+                if tasks <= copies:
+                    fits.extend(alike)
+        fits.sort()
+        return fits
 
     def run(self) -> Outcome:
         empty = _Cluster.of(self.nodes)
