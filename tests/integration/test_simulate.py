@@ -157,6 +157,7 @@ def _decided_at(run: Path) -> list[tuple[Any, dict[str, Any]]]:
     return at_marker_times(events, decisions)
 
 
+@pytest.mark.usefixtures("shared_data")
 def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,6 +180,7 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
     assert replayed(tmp_path, without) == (without / "decisions.jsonl").read_bytes()
 
 
+@pytest.mark.usefixtures("shared_data")
 def test_kept_waiting_reasons_place_the_same_and_replay(tmp_path: Path) -> None:
     """HPC2N's first 300 jobs at 2x, default tiers, with ``keepWaitingReasons``: the same binds
     and queue statuses at the same times and the same figures as without it, far fewer PodGroup

@@ -189,25 +189,26 @@ def _shrunk(lines: list[str], after: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("after", [5, 8])
-def test_a_parked_gang_whose_job_changes_is_asked_again(after: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    lines = _shrunk(_run(BUSY, KEEP)[0], after)
+def _replays_as_turns(lines: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replayed, ``lines`` give the same decisions with the kept pool (checked each session, and
+    leaving gangs out) and with each gang asked at its turn."""
     kept = _checked_pools(monkeypatch)
     with_pool = _decisions(lines, KEEP, fresh=False)
     assert sum(kept) > 20
     _no_pool(monkeypatch)
     assert _decisions(lines, KEEP, fresh=False) == with_pool
+
+
+@pytest.mark.parametrize("after", [5, 8])
+def test_a_parked_gang_whose_job_changes_is_asked_again(after: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    _replays_as_turns(_shrunk(_run(BUSY, KEEP)[0], after), monkeypatch)
 
 
 def test_the_pool_needs_no_echo_of_the_statuses_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the cluster's echo of our PodGroup statuses (a stream where they have not come
     back yet), the pool decides as turns do: a status close wrote wakes its gang by itself."""
     lines = [line for line in _run(BUSY, KEEP)[0] if not ('"MODIFIED"' in line and '"kind":"PodGroup"' in line)]
-    kept = _checked_pools(monkeypatch)
-    with_pool = _decisions(lines, KEEP, fresh=False)
-    assert sum(kept) > 20
-    _no_pool(monkeypatch)
-    assert _decisions(lines, KEEP, fresh=False) == with_pool
+    _replays_as_turns(lines, monkeypatch)
 
 
 def test_explain_still_sees_what_an_attempt_would(monkeypatch: pytest.MonkeyPatch) -> None:
