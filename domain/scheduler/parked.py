@@ -21,8 +21,9 @@ Allocate asks it twice. When its turn comes (``parked``), for any configuration.
 room is held or pipelined in the session, before the jobs are even ordered (``Pool``): then the
 free room only shrinks while allocate places gangs (a discarded attempt gives back exactly what
 it took), so a gang parked at the start is parked at its turn, and it is left out of the order
-at once. The pool is kept from cycle to cycle (kube-scheduler's pool of unschedulable pods): a
-parked gang is not looked at again until one of the inputs of its answer may have changed
+at once. A gang the pool let through and its turn passed over (the gangs before it took the
+room) joins the pool then. The pool is kept from cycle to cycle (kube-scheduler's pool of
+unschedulable pods): a parked gang is not looked at again until one of the inputs of its answer may have changed
 (its job, its PodGroup or the status last written, its queue's state, or the copies of its
 shape that fit, counted once for all the gangs parked with it), and a pool that missed a
 renewal of the job table starts afresh. It is a cache of the rule, never a fact: a fresh one
@@ -205,8 +206,23 @@ class Pool:
                     nodes = session.snapshot.node_list()
                     short = self.short[shape, known.need] = shortfall.too_few(session, asking, nodes, known.need)
                 if short:
-                    self.parked[job.key] = (job.queue, shape, known.need)
-                    self.groups.setdefault((job.queue, shape), {}).setdefault(known.need, {})[job.key] = known
+                    self._park(job, shape, known)
                     return True
         self.now[job.key] = known
         return False
+
+    def park(self, job: JobInfo) -> None:
+        """``job``, asked at the start of this session and not parked then, was passed over at
+        its turn (``parked``): it stays parked from the next session on until something wakes
+        it, as if it had been asked there. What the next session's start would ask it is what
+        wakes it: the room then (``_wake_by_room``), its job, PodGroup, written status and
+        queue; a job that was not parkable at the start (``need`` 0, as a Pending one) is left
+        to be asked."""
+        known = self.now.get(job.key)
+        if known is not None and known.need and known.job is job and known.stamp == job.stamp:
+            del self.now[job.key]
+            self._park(job, job.tally().asking[0].shape(), known)
+
+    def _park(self, job: JobInfo, shape: object, known: _Known) -> None:
+        self.parked[job.key] = (job.queue, shape, known.need)
+        self.groups.setdefault((job.queue, shape), {}).setdefault(known.need, {})[job.key] = known

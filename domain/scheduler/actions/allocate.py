@@ -68,16 +68,20 @@ def execute(session: Session) -> None:
             job.phase = PodGroupPhase.INQUEUE
         # 3. Place it: inside one network domain when it asks for one, else on any nodes; a job
         #    made ready with tasks still pending goes back to its queue.
-        if _allocate(session, job, failed.setdefault(job.key, set()), holds):
+        if _allocate(session, job, failed.setdefault(job.key, set()), holds, pool):
             order.push(job)
     session.found.holding = [held_room.room_of(held) for held in holds]  # for operators (``HeldRooms``)
 
 
-def _allocate(session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held]) -> bool:
+def _allocate(
+    session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held], pool: parked.Pool | None
+) -> bool:
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
     lent = held_room.lendable(session, job, holds)
     if not lent and parked.parked(session, job):  # it has said why, and still too few copies fit
+        if pool is not None:
+            pool.park(job)  # and is left out of the next sessions until something wakes it
         return False
     # A plain gang that failed last time and sees the same nodes with the same room fails alike;
     # room lent to it is part of the room it sees (and is lent only for an attempt).
