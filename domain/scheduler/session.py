@@ -156,6 +156,12 @@ class Session:
         self._add(self._reclaimable, ExtensionPoint.RECLAIMABLE, plugin, fn)
 
     # Dispatchers: each combines its callbacks by the point's rule.
+    def close(self) -> None:
+        """End the session (CloseSession): drop the callbacks, which hold it, so it is freed without a GC pass."""
+        for hooks in vars(self).values():
+            if isinstance(hooks, list) and hooks and isinstance(hooks[0], Hook):
+                hooks.clear()
+
     def queue_key(self, queue: QueueInfo) -> tuple[Key, float, str]:
         # ORDER; ties break by creation time, then name, so the cycle is deterministic.
         return _joined(self._queue_order, queue), queue.created, queue.name

@@ -31,6 +31,7 @@ def run(
     out.extend(pod_status.pod_statuses(state, session, seq))
     out.extend(job_status.job_statuses(state, seq))
     out.extend(close_decisions.queue_statuses(state, session, seq))
+    session.close()
     return out
 
 
