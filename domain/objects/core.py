@@ -14,30 +14,30 @@ from domain.quantity import Quantity, ResourceList
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
-class Namespace(Struct, rename="camel", frozen=True, kw_only=True):
+class Namespace(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
 
 
-class Taint(Struct, rename="camel", frozen=True, kw_only=True):
+class Taint(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     key: str
     value: str = ""
     effect: str = ""
 
 
-class NodeSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class NodeSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     unschedulable: bool = False
     taints: list[Taint] = []
 
 
-class NodeStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class NodeStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     allocatable: dict[str, Quantity] = {}
     capacity: dict[str, Quantity] = {}
     conditions: list[Condition] = []
 
 
-class Node(Struct, rename="camel", frozen=True, kw_only=True):
+class Node(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
@@ -52,12 +52,12 @@ class Node(Struct, rename="camel", frozen=True, kw_only=True):
         return dict(self.status.allocatable or self.status.capacity)
 
 
-class ResourceRequirements(Struct, rename="camel", frozen=True, kw_only=True):
+class ResourceRequirements(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
 
 
-class Container(Struct, rename="camel", frozen=True, kw_only=True):
+class Container(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str = ""
     resources: ResourceRequirements = ResourceRequirements()
 
@@ -68,7 +68,7 @@ class Container(Struct, rename="camel", frozen=True, kw_only=True):
         return {**self.resources.limits, **self.resources.requests}
 
 
-class Toleration(Struct, rename="camel", frozen=True, kw_only=True):
+class Toleration(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -85,30 +85,30 @@ class Toleration(Struct, rename="camel", frozen=True, kw_only=True):
         return self.operator == "Exists" or self.value == taint.value
 
 
-class NodeSelectorRequirement(Struct, rename="camel", frozen=True, kw_only=True):
+class NodeSelectorRequirement(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     key: str
     operator: str
     values: list[str] = []
 
 
-class NodeSelectorTerm(Struct, rename="camel", frozen=True, kw_only=True):
+class NodeSelectorTerm(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     match_expressions: list[NodeSelectorRequirement] = []
     match_fields: list[NodeSelectorRequirement] = []
 
 
-class NodeSelector(Struct, rename="camel", frozen=True, kw_only=True):
+class NodeSelector(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     node_selector_terms: list[NodeSelectorTerm] = []
 
 
-class NodeAffinity(Struct, rename="camel", frozen=True, kw_only=True):
+class NodeAffinity(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
 
 
-class Affinity(Struct, rename="camel", frozen=True, kw_only=True):
+class Affinity(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     node_affinity: NodeAffinity | None = None
 
 
-class PodSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class PodSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     scheduler_name: str = "default-scheduler"
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -129,7 +129,7 @@ class PodSpec(Struct, rename="camel", frozen=True, kw_only=True):
         return total
 
 
-class PriorityClass(Struct, rename="camel", frozen=True, kw_only=True):
+class PriorityClass(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     """A named priority; Volcano gives a PodGroup naming it this ``value`` as its job's priority."""
 
     api_version: str
@@ -139,18 +139,18 @@ class PriorityClass(Struct, rename="camel", frozen=True, kw_only=True):
     global_default: bool = False
 
 
-class PodTemplate(Struct, rename="camel", frozen=True, kw_only=True):
+class PodTemplate(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     metadata: TemplateMeta = TemplateMeta()
     spec: PodSpec = PodSpec()
 
 
-class PodStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class PodStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     phase: str = "Pending"
     conditions: list[Condition] = []
     start_time: datetime | None = None  # when the kubelet started it: with a runtime estimate, when it ends
 
 
-class Pod(Struct, rename="camel", frozen=True, kw_only=True):
+class Pod(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta

@@ -14,57 +14,57 @@ from domain.objects.meta import Condition, ObjectMeta
 from domain.quantity import Quantity
 
 
-class ResourceFlavorSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class ResourceFlavorSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     node_labels: dict[str, str] = {}
     node_taints: list[Taint] = []
     tolerations: list[Toleration] = []
     topology_name: str | None = None
 
 
-class ResourceFlavor(Struct, rename="camel", frozen=True, kw_only=True):
+class ResourceFlavor(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
     spec: ResourceFlavorSpec = ResourceFlavorSpec()
 
 
-class TopologyLevel(Struct, rename="camel", frozen=True, kw_only=True):
+class TopologyLevel(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     node_label: str
 
 
-class TopologySpec(Struct, rename="camel", frozen=True, kw_only=True):
+class TopologySpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     levels: list[TopologyLevel] = []
 
 
-class Topology(Struct, rename="camel", frozen=True, kw_only=True):
+class Topology(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
     spec: TopologySpec = TopologySpec()
 
 
-class ResourceQuota(Struct, rename="camel", frozen=True, kw_only=True):
+class ResourceQuota(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str
     nominal_quota: Quantity
     borrowing_limit: Quantity | None = None
     lending_limit: Quantity | None = None
 
 
-class FlavorQuotas(Struct, rename="camel", frozen=True, kw_only=True):
+class FlavorQuotas(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str
     resources: list[ResourceQuota] = []
 
 
-class ResourceGroup(Struct, rename="camel", frozen=True, kw_only=True):
+class ResourceGroup(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     covered_resources: list[str] = []
     flavors: list[FlavorQuotas] = []
 
 
-class FairSharing(Struct, rename="camel", frozen=True, kw_only=True):
+class FairSharing(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     weight: Quantity | None = None
 
 
-class CohortSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class CohortSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     parent_name: str = ""
     parent: str = ""
     resource_groups: list[ResourceGroup] = []
@@ -74,49 +74,49 @@ class CohortSpec(Struct, rename="camel", frozen=True, kw_only=True):
         return self.parent_name or self.parent
 
 
-class Cohort(Struct, rename="camel", frozen=True, kw_only=True):
+class Cohort(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
     spec: CohortSpec = CohortSpec()
 
 
-class BorrowWithinCohort(Struct, rename="camel", frozen=True, kw_only=True):
+class BorrowWithinCohort(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     policy: str = "Never"
     max_priority_threshold: int | None = None
 
 
-class ClusterQueuePreemption(Struct, rename="camel", frozen=True, kw_only=True):
+class ClusterQueuePreemption(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     within_cluster_queue: str = "Never"
     reclaim_within_cohort: str = "Never"
     borrow_within_cohort: BorrowWithinCohort | None = None
 
 
-class LabelSelectorRequirement(Struct, rename="camel", frozen=True, kw_only=True):
+class LabelSelectorRequirement(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     key: str
     operator: str
     values: list[str] = []
 
 
-class LabelSelector(Struct, rename="camel", frozen=True, kw_only=True):
+class LabelSelector(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
 
 
-class AdmissionCheckStrategyRule(Struct, rename="camel", frozen=True, kw_only=True):
+class AdmissionCheckStrategyRule(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str
     on_flavors: list[str] = []  # empty: every flavor
 
 
-class AdmissionChecksStrategy(Struct, rename="camel", frozen=True, kw_only=True):
+class AdmissionChecksStrategy(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     admission_checks: list[AdmissionCheckStrategyRule] = []
 
 
-class AdmissionScope(Struct, rename="camel", frozen=True, kw_only=True):
+class AdmissionScope(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     admission_mode: str = "NoAdmissionFairSharing"  # or UsageBasedAdmissionFairSharing (KEP-4136)
 
 
-class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     cohort_name: str = ""
     cohort: str = ""
     resource_groups: list[ResourceGroup] = []
@@ -139,43 +139,43 @@ class ClusterQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
         return sorted(names)
 
 
-class ClusterQueue(Struct, rename="camel", frozen=True, kw_only=True):
+class ClusterQueue(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
     spec: ClusterQueueSpec = ClusterQueueSpec()
 
 
-class AdmissionCheckSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class AdmissionCheckSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     controller_name: str = ""
 
 
-class AdmissionCheck(Struct, rename="camel", frozen=True, kw_only=True):
+class AdmissionCheck(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
     spec: AdmissionCheckSpec = AdmissionCheckSpec()
 
 
-class LocalQueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class LocalQueueSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     cluster_queue: str = ""
     fair_sharing: FairSharing | None = None
 
 
-class AdmissionFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class AdmissionFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     consumed_resources: dict[str, Quantity] = {}
     last_update: datetime | None = None
 
 
-class LocalQueueFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class LocalQueueFairSharingStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
 
 
-class LocalQueueStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class LocalQueueStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     fair_sharing: LocalQueueFairSharingStatus | None = None
 
 
-class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
+class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
@@ -183,13 +183,13 @@ class LocalQueue(Struct, rename="camel", frozen=True, kw_only=True):
     status: LocalQueueStatus = LocalQueueStatus()
 
 
-class PodSetTopologyRequest(Struct, rename="camel", frozen=True, kw_only=True):
+class PodSetTopologyRequest(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     required: str | None = None
     preferred: str | None = None
     unconstrained: bool | None = None
 
 
-class PodSet(Struct, rename="camel", frozen=True, kw_only=True):
+class PodSet(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str = "main"
     count: int = 1
     min_count: int | None = None
@@ -197,7 +197,7 @@ class PodSet(Struct, rename="camel", frozen=True, kw_only=True):
     topology_request: PodSetTopologyRequest | None = None
 
 
-class WorkloadSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class WorkloadSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     queue_name: str = ""
     pod_sets: list[PodSet] = []
     priority: int | None = None
@@ -205,7 +205,7 @@ class WorkloadSpec(Struct, rename="camel", frozen=True, kw_only=True):
     active: bool = True
 
 
-class WorkloadStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class WorkloadStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     conditions: list[Condition] = []
     admission: dict[str, Any] | None = None
     unhealthy_nodes: list[dict[str, Any]] = []
@@ -220,7 +220,7 @@ class WorkloadStatus(Struct, rename="camel", frozen=True, kw_only=True):
             raise ValueError("status.admission.podSetAssignments must be a list of objects")
 
 
-class Workload(Struct, rename="camel", frozen=True, kw_only=True):
+class Workload(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta

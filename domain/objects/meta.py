@@ -21,7 +21,7 @@ def timestamp(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
-class OwnerReference(Struct, rename="camel", frozen=True, kw_only=True):
+class OwnerReference(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str = ""
     kind: str = ""
     name: str = ""
@@ -29,7 +29,7 @@ class OwnerReference(Struct, rename="camel", frozen=True, kw_only=True):
     controller: bool | None = None
 
 
-class ObjectMeta(Struct, rename="camel", frozen=True, kw_only=True):
+class ObjectMeta(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str
     namespace: str = ""
     uid: str = ""
@@ -42,7 +42,7 @@ class ObjectMeta(Struct, rename="camel", frozen=True, kw_only=True):
     owner_references: list[OwnerReference] = []
 
 
-class TemplateMeta(Struct, rename="camel", frozen=True, kw_only=True):
+class TemplateMeta(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     """Metadata of a pod template: like ObjectMeta but nothing is required."""
 
     name: str = ""
@@ -50,7 +50,7 @@ class TemplateMeta(Struct, rename="camel", frozen=True, kw_only=True):
     annotations: dict[str, str] = {}
 
 
-class Condition(Struct, rename="camel", frozen=True, kw_only=True):
+class Condition(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     type: str
     status: str = "Unknown"
     reason: str = ""

@@ -12,13 +12,13 @@ from domain.quantity import Quantity
 NETWORK_TOPOLOGY_ANNOTATION = "volcano.sh/network-topology"
 
 
-class NetworkTopologySpec(Struct, rename="camel", frozen=True, kw_only=True):
+class NetworkTopologySpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     mode: str = "hard"
     highest_tier_allowed: int | None = None
     highest_tier_name: str = ""  # instead of highestTierAllowed: the tier whose HyperNodes carry this tierName
 
 
-class SubGroupPolicy(Struct, rename="camel", frozen=True, kw_only=True):
+class SubGroupPolicy(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str = ""
     match_label_keys: list[str] = []
     sub_group_size: int | None = None
@@ -26,7 +26,7 @@ class SubGroupPolicy(Struct, rename="camel", frozen=True, kw_only=True):
     network_topology: NetworkTopologySpec | None = None
 
 
-class PodGroupSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class PodGroupSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     min_member: int = 0
     min_task_member: dict[str, int] = {}
     min_resources: dict[str, Quantity] | None = None
@@ -36,7 +36,7 @@ class PodGroupSpec(Struct, rename="camel", frozen=True, kw_only=True):
     sub_group_policy: list[SubGroupPolicy] = []
 
 
-class PodGroupStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class PodGroupStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     phase: str = ""
     conditions: list[Condition] = []
     running: int = 0
@@ -44,7 +44,7 @@ class PodGroupStatus(Struct, rename="camel", frozen=True, kw_only=True):
     failed: int = 0
 
 
-class PodGroup(Struct, rename="camel", frozen=True, kw_only=True):
+class PodGroup(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
@@ -52,11 +52,11 @@ class PodGroup(Struct, rename="camel", frozen=True, kw_only=True):
     status: PodGroupStatus = PodGroupStatus()
 
 
-class QueueGuarantee(Struct, rename="camel", frozen=True, kw_only=True):
+class QueueGuarantee(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     resource: dict[str, Quantity] = {}
 
 
-class QueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class QueueSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     parent: str = ""
     weight: int = 1
     priority: int = 0
@@ -66,12 +66,12 @@ class QueueSpec(Struct, rename="camel", frozen=True, kw_only=True):
     reclaimable: bool | None = None
 
 
-class QueueStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class QueueStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     state: str = ""
     allocated: dict[str, Quantity] = {}
 
 
-class Queue(Struct, rename="camel", frozen=True, kw_only=True):
+class Queue(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
@@ -79,20 +79,20 @@ class Queue(Struct, rename="camel", frozen=True, kw_only=True):
     status: QueueStatus = QueueStatus()
 
 
-class TaskSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class TaskSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str = ""
     replicas: int = 0
     min_available: int | None = None
     template: PodTemplate = PodTemplate()
 
 
-class JobState(Struct, rename="camel", frozen=True, kw_only=True):
+class JobState(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     phase: str = ""
     reason: str = ""
     message: str = ""
 
 
-class JobSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class JobSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     min_available: int = 0
     queue: str = "default"
     scheduler_name: str = ""
@@ -101,11 +101,11 @@ class JobSpec(Struct, rename="camel", frozen=True, kw_only=True):
     network_topology: NetworkTopologySpec | None = None
 
 
-class JobStatus(Struct, rename="camel", frozen=True, kw_only=True):
+class JobStatus(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     state: JobState = JobState()
 
 
-class Job(Struct, rename="camel", frozen=True, kw_only=True):
+class Job(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
@@ -113,36 +113,36 @@ class Job(Struct, rename="camel", frozen=True, kw_only=True):
     status: JobStatus = JobStatus()
 
 
-class ExactMatch(Struct, rename="camel", frozen=True, kw_only=True):
+class ExactMatch(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     name: str
 
 
-class RegexMatch(Struct, rename="camel", frozen=True, kw_only=True):
+class RegexMatch(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     pattern: str
 
 
-class LabelMatch(Struct, rename="camel", frozen=True, kw_only=True):
+class LabelMatch(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     match_labels: dict[str, str] = {}
 
 
-class MemberSelector(Struct, rename="camel", frozen=True, kw_only=True):
+class MemberSelector(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     exact_match: ExactMatch | None = None
     regex_match: RegexMatch | None = None
     label_match: LabelMatch | None = None
 
 
-class HyperNodeMember(Struct, rename="camel", frozen=True, kw_only=True):
+class HyperNodeMember(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     type: str = "Node"
     selector: MemberSelector = MemberSelector()
 
 
-class HyperNodeSpec(Struct, rename="camel", frozen=True, kw_only=True):
+class HyperNodeSpec(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     tier: int
     tier_name: str = ""
     members: list[HyperNodeMember] = []
 
 
-class HyperNode(Struct, rename="camel", frozen=True, kw_only=True):
+class HyperNode(Struct, rename="camel", frozen=True, kw_only=True, gc=False):
     api_version: str
     kind: str
     metadata: ObjectMeta
