@@ -129,13 +129,22 @@ def _check_identifier(value: str, field: str, limit: int) -> None:
 def parse_event(line: bytes | str | None) -> Inbound:
     """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
     try:
-        return _parse(line)
+        return _parse(_decode_envelope(line))
     except RecursionError:  # nested deep inside the object, met while converting it
         raise InvalidEvent(NESTED_TOO_DEEPLY) from None
 
 
-def _parse(line: bytes | str | None) -> Inbound:
-    envelope = _decode_envelope(line)
+def parse_watch(cluster: str, event_type: str, obj: dict[str, Any]) -> Inbound:
+    """What ``parse_event`` gives for the line of a watch event whose object is ``obj``, JSON's
+    own types as its decoder makes them (a simulated cluster's event: it writes the line and
+    needs no decoding of it)."""
+    try:
+        return _parse(_Envelope(event_type, obj, cluster))
+    except RecursionError:
+        raise InvalidEvent(NESTED_TOO_DEEPLY) from None
+
+
+def _parse(envelope: _Envelope) -> Inbound:
     if not envelope.cluster:
         raise InvalidEvent("invalid event: `cluster` is empty - at `$.cluster`")
     _check_identifier(envelope.cluster, "cluster", NAME_LIMIT)

@@ -2,7 +2,8 @@
 
 It holds the objects it created (nodes, Volcano Queues, each job's PodGroup and Pods), writes
 every change as a watch event into the stream and feeds it to an in-process ``Engine`` (the
-same domain code as replay), and applies the decisions of each SCHEDULE marker as a cluster
+same domain code as replay, given the event as ``parse_event`` reads the line: ``parse_watch``,
+which skips decoding what was just encoded), and applies the decisions of each SCHEDULE marker as a cluster
 would:
 
 * ``Bind``: the pod gets ``spec.nodeName`` and phase Running (one MODIFIED); it finishes
@@ -34,7 +35,7 @@ import msgspec
 
 from domain.decisions import Decision, DecisionKind, PodGroupStatus
 from domain.engine import Engine
-from domain.events import parse_event
+from domain.events import parse_event, parse_watch
 from domain.quantity import ResourceList, add, parse_milli
 from domain.scheduler import registry
 from domain.scheduler.config import SchedulerConfig
@@ -128,7 +129,7 @@ class SimCluster:
         line = _ENCODE.encode({"type": event_type, "cluster": self.cluster, "object": obj})
         self.events_out.write(line + b"\n")
         self.lines += 1
-        self.engine.handle(parse_event(line))  # on markers: a watch event decides nothing by itself
+        self.engine.handle(parse_watch(self.cluster, event_type, obj))  # decides nothing by itself
         if change and self.changed_since is None:
             self.changed_since = self.now
 
