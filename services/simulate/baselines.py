@@ -286,9 +286,9 @@ class _Baseline:
         add(self.by_queue[done.job.queue], self._usage(done.job, -1))
         self.outcome.jobs[job_id].end = now
 
-    def shadow(self, head: Job, now: float) -> tuple[float, list[ResourceList]] | None:
+    def shadow(self, head: Job, now: float) -> tuple[float, list[ResourceList], _Tally] | None:
         """When the head fits if running jobs end as planned (``_planned``; one past its estimate
-        ends now), and the room left then.
+        ends now), the room left then, and the head's tally on that room.
 
         The head's tasks are alike, so first fit places them all exactly when the allowed nodes
         hold that many copies of its request in all: that count is kept as the running jobs'
@@ -301,7 +301,7 @@ class _Baseline:
             self.cluster.release(run.placement, self.requests[job_id], free)
             tally.update(free, run.placement)
             if tally.total >= head.tasks:
-                return max(end, now), free
+                return max(end, now), free, tally
         return None
 
     def schedule(self, now: float) -> None:
@@ -329,7 +329,6 @@ class _Baseline:
         if not fits:
             return
         reservation = None if head is None else self.shadow(head, now)
-        later_head: _Tally | None = None  # the head's tally on the room at the shadow time
         # Per shape, the fewest tasks of a job that fits now but would leave the head no room at
         # its shadow time, since the last job started: first fit puts a job of as many tasks or
         # more at least where that one went, so it would too (or does not fit now).
@@ -356,9 +355,8 @@ class _Baseline:
             if placement is None:
                 continue
             if head is not None and reservation is not None and outlives:
-                later = reservation[1]  # the room at the shadow time, with this job still on its nodes
-                if later_head is None:
-                    later_head = _Tally.of(self.requests[head.id], later, self.cluster.allowed(head))
+                # The room at the shadow time, with this job still on its nodes, and the head's tally on it.
+                _, later, later_head = reservation
                 for index in placement:
                     add(later[index], {name: -amount for name, amount in request.items()})
                 later_head.update(later, placement)
