@@ -31,7 +31,7 @@ def _valid(job: JobInfo) -> Verdict | None:
         message = f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}"
         return Verdict(Reason.NOT_ENOUGH_TASKS, message, NAME)
     minimums = _role_minimums(job)
-    roles = Counter(t.role for t in job.tasks if t.status is not TaskStatus.FAILED) if minimums else Counter()
+    roles = Counter(t.role for t in job.tasks if t.status is not TaskStatus.FAILED) if minimums else {}
     for role, minimum in minimums:
         if roles[role] < minimum:
             message = f"Not enough valid pods of task {role}, valid: {roles[role]}, min: {minimum}"
