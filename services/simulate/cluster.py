@@ -50,8 +50,8 @@ POLICY = "schedstream"
 _UIDS = uuid.UUID("0b7e3c52-3f5e-4d8a-9a4b-5e2f6c1d7a90")
 
 
-# An object's uid and creation timestamp are made once (``SimCluster.meta``): a PodGroup's status
-# and each move of a pod write the object again.
+# An object's uid and each timestamp are made once (``SimCluster.meta``, ``_wall``): a PodGroup's
+# status and each move of a pod write the object again, and many objects move at one instant.
 _wall = functools.lru_cache(maxsize=1 << 16)(wall)
 
 
@@ -137,7 +137,7 @@ class SimCluster:
         """A SCHEDULE marker at ``time``: one cycle; its decisions are applied at that time."""
         self.now = self.last_marker = time
         self.changed_since = None
-        line = _ENCODE.encode({"type": "SCHEDULE", "cluster": self.cluster, "time": wall(time)})
+        line = _ENCODE.encode({"type": "SCHEDULE", "cluster": self.cluster, "time": _wall(time)})
         self.events_out.write(line + b"\n")
         self.lines += 1
         decisions = self.engine.handle(parse_event(line)).decisions
@@ -217,9 +217,9 @@ class SimCluster:
             manifest["spec"]["nodeName"] = pod.node
         manifest["status"] = {"phase": pod.phase}
         if pod.node and (self.start_times or pod.job.estimate is not None):
-            manifest["status"]["startTime"] = wall(pod.started)
+            manifest["status"]["startTime"] = _wall(pod.started)
         if deleting:
-            manifest["metadata"]["deletionTimestamp"] = wall(self.now)
+            manifest["metadata"]["deletionTimestamp"] = _wall(self.now)
         return manifest
 
     # -- decisions --------------------------------------------------------------------------
@@ -296,7 +296,7 @@ class SimCluster:
         for pod in group.pods:
             self.emit("DELETED", self.pod_object(pod, deleting=True))
             del self.pods[pod.name]
-        manifest["metadata"]["deletionTimestamp"] = wall(self.now)
+        manifest["metadata"]["deletionTimestamp"] = _wall(self.now)
         self.emit("DELETED", manifest)
         del self.groups[group.job.id]
 

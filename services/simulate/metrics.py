@@ -43,11 +43,19 @@ GPU_MILLI = "alibaba.com/gpu-milli"  # openb's shared GPUs: thousandths of one, 
 
 
 def percentile(values: list[float], q: float) -> float:
+    return percentiles(values, [q])[0]
+
+
+def percentiles(values: list[float], qs: list[float]) -> list[float]:
+    """Each percentile ``q`` of ``values`` (linear between ranks), sorting them once."""
     ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    found = []
+    for q in qs:
+        rank = (len(ordered) - 1) * q / 100
+        low = math.floor(rank)
+        high = min(low + 1, len(ordered) - 1)
+        found.append(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
+    return found
 
 
 def summary(values: list[float]) -> dict[str, float | int]:

@@ -9,7 +9,7 @@ import html
 import math
 from typing import Any
 
-from services.simulate.metrics import percentile, table
+from services.simulate.metrics import percentiles, table
 
 WIDTH, HEIGHT, MARGIN = 640, 260, 48
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
@@ -113,7 +113,9 @@ def _steps(samples: list[list[float]], scale: float = 1.0) -> list[tuple[float, 
 def _cdf(waits: list[float]) -> list[tuple[float, float]]:
     if not waits:
         return []
-    return [(percentile(waits, 100 * level / CDF_LEVELS), level / CDF_LEVELS) for level in range(CDF_LEVELS + 1)]
+    steps = range(CDF_LEVELS + 1)
+    found = percentiles(waits, [100 * step / CDF_LEVELS for step in steps])
+    return [(value, step / CDF_LEVELS) for value, step in zip(found, steps, strict=True)]
 
 
 def render(title: str, metrics: dict[str, dict[str, Any]], waits: dict[str, list[float]]) -> str:
