@@ -21,12 +21,12 @@ Allocate asks it twice. When its turn comes (``parked``), for any configuration.
 room is held or pipelined in the session, before the jobs are even ordered (``Pool``): then the
 free room only shrinks while allocate places gangs (a discarded attempt gives back exactly what
 it took), so a gang parked at the start is parked at its turn, and it is left out of the order
-at once. A gang the pool let through and its turn passed over (the gangs before it took the
+at once; a gang the pool let through and its turn passed over (the gangs before it took the
 room) joins the pool then. The pool is kept from cycle to cycle (kube-scheduler's pool of
-unschedulable pods): a parked gang is not looked at again until one of the inputs of its answer may have changed
-(its job, its PodGroup or the status last written, its queue's state, or the copies of its
-shape that fit, counted once for all the gangs parked with it), and a pool that missed a
-renewal of the job table starts afresh. It is a cache of the rule, never a fact: a fresh one
+unschedulable pods): a parked gang is not looked at again until one of the inputs of its
+answer may have changed (its job, its PodGroup or the status last written, its queue's state,
+or the copies of its shape that fit, counted once for all the gangs parked with it), and a
+pool that missed a renewal of the job table starts afresh. It is a cache of the rule, never a fact: a fresh one
 parks the same gangs (``tests/unit/domain/scheduler/test_parked.py``).
 """
 

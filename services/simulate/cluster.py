@@ -2,9 +2,9 @@
 
 It holds the objects it created (nodes, Volcano Queues, each job's PodGroup and Pods), writes
 every change as a watch event into the stream and feeds it to an in-process ``Engine`` (the
-same domain code as replay, given the event as ``parse_event`` reads the line: ``parse_watch``,
-which skips decoding what was just encoded), and applies the decisions of each SCHEDULE marker as a cluster
-would:
+same domain code as replay, given each event as ``parse_event`` reads its line: ``parse_watch``,
+without decoding what was just encoded), and applies the decisions of each SCHEDULE marker as
+a cluster would:
 
 * ``Bind``: the pod gets ``spec.nodeName`` and phase Running (one MODIFIED); it finishes
   ``duration`` seconds later (MODIFIED Succeeded), or never when the trace does not know. Its
