@@ -30,13 +30,13 @@ def test_the_scheduler_gets_what_the_lines_say(
     trace: Trace, config: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fed: list[Inbound] = []
+    parse_watch = cluster.parse_watch
 
     def spy(cluster_name: str, event_type: str, obj: dict[str, object]) -> Inbound:
         event = parse_watch(cluster_name, event_type, obj)
         fed.append(event)
         return event
 
-    parse_watch = cluster.parse_watch
     monkeypatch.setattr(cluster, "parse_watch", spy)
     events = io.BytesIO()
     scheduler_config = from_mapping(config) if config else SchedulerConfig()
