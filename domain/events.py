@@ -128,20 +128,14 @@ def _check_identifier(value: str, field: str, limit: int) -> None:
 
 def parse_event(line: bytes | str | None) -> Inbound:
     """Parse one line (or Kafka message value) into an inbound event, or raise InvalidEvent."""
-    try:
-        return _parse(_decode_envelope(line))
-    except RecursionError:  # nested deep inside the object, met while converting it
-        raise InvalidEvent(NESTED_TOO_DEEPLY) from None
+    return _parse(_decode_envelope(line))
 
 
 def parse_watch(cluster: str, event_type: str, obj: dict[str, Any]) -> Inbound:
     """What ``parse_event`` gives for the line of a watch event whose object is ``obj``, JSON's
     own types as its decoder makes them (a simulated cluster's event: it writes the line and
     needs no decoding of it)."""
-    try:
-        return _parse(_Envelope(event_type, obj, cluster))
-    except RecursionError:
-        raise InvalidEvent(NESTED_TOO_DEEPLY) from None
+    return _parse(_Envelope(event_type, obj, cluster))
 
 
 def _parse(envelope: _Envelope) -> Inbound:
@@ -187,6 +181,8 @@ def _parse_watch(envelope: _Envelope, event_type: EventType) -> Inbound:
         typed = msgspec.convert(obj, object_type, dec_hook=_quantity_hook)
     except msgspec.ValidationError as exc:
         raise InvalidEvent(f"invalid {kind}: {_at_object(exc)}") from None
+    except RecursionError:  # nested deep inside the object, met while converting it
+        raise InvalidEvent(NESTED_TOO_DEEPLY) from None
     meta = typed.metadata
     _check_identifier(meta.name, "object.metadata.name", NAME_LIMIT)
     _check_identifier(meta.namespace, "object.metadata.namespace", NAMESPACE_LIMIT)

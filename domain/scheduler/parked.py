@@ -26,8 +26,8 @@ room) joins the pool then. The pool is kept from cycle to cycle (kube-scheduler'
 unschedulable pods): a parked gang is not looked at again until one of the inputs of its
 answer may have changed (its job, its PodGroup or the status last written, its queue's state,
 or the copies of its shape that fit, counted once for all the gangs parked with it), and a
-pool that missed a renewal of the job table starts afresh. It is a cache of the rule, never a fact: a fresh one
-parks the same gangs (``tests/unit/domain/scheduler/test_parked.py``).
+pool that missed a renewal of the job table starts afresh. It is a cache of the rule, never a
+fact: a fresh one parks the same gangs (``tests/unit/domain/scheduler/test_parked.py``).
 """
 
 from __future__ import annotations
