@@ -120,6 +120,17 @@ class SimCluster:
             meta["namespace"] = namespace
         return meta
 
+    def pod_meta(self, pod: SimPod) -> dict[str, Any]:
+        """``meta`` of the pod's current attempt. Its uid is kept on the pod for that attempt: a
+        pod is written at least three times (created, bound, finished), often too far apart for
+        ``_uid``'s cache to still hold it."""
+        kept = pod.uid
+        if kept is None or kept[0] != pod.attempt:
+            meta = self.meta("Pod", pod.name, pod.created, pod.attempt)
+            pod.uid = (pod.attempt, meta["uid"])
+            return meta
+        return {"name": pod.name, "uid": kept[1], "creationTimestamp": _wall(pod.created), "namespace": self.namespace}
+
     def emit(self, event_type: str, obj: dict[str, Any], *, change: bool = True) -> None:
         """Write ``obj`` as a watch event of ``event_type`` (with the next resourceVersion) into
         the stream and fold it into the scheduler's state; the period now has a change, unless
@@ -212,7 +223,7 @@ class SimCluster:
         if pod.admitted is not None and self.workloads is not None:
             manifest = self.workloads.pod_object(pod, pod.admitted)
         else:
-            manifest = pod_manifest(pod.job, self.meta("Pod", pod.name, pod.created, pod.attempt))
+            manifest = pod_manifest(pod.job, self.pod_meta(pod))
         if pod.node:
             manifest["spec"]["nodeName"] = pod.node
         manifest["status"] = {"phase": pod.phase}

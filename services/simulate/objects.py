@@ -33,6 +33,7 @@ class SimPod:
     phase: str = "Pending"
     started: float = 0.0  # when it was last bound (its ``status.startTime`` when its job has an estimate)
     admitted: Admitted | None = None  # None: a Volcano pod of its job's PodGroup; else a Kueue job's
+    uid: tuple[int, str] | None = None  # (attempt, its uid): made once per attempt (``SimCluster.pod_meta``)
 
     @property
     def name(self) -> str:

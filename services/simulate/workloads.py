@@ -86,7 +86,7 @@ class SimWorkloads:
     def pod_object(self, pod: SimPod, admitted: Admitted) -> dict[str, Any]:
         """A pod the Job controller created for an admission."""
         job = pod.job
-        meta = self.cluster.meta("Pod", pod.name, pod.created, pod.attempt)
+        meta = self.cluster.pod_meta(pod)
         meta["labels"] = job.labels
         meta["ownerReferences"] = [self._owner(job)]
         spec: dict[str, Any] = {"schedulerName": self.scheduler_name, "priority": job.priority, **pod_spec(job)}
