@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from domain.objects.core import Node
@@ -52,6 +52,8 @@ class Ranking:
     dirty: set[str] = field(default_factory=set)  # nodes changed since they were last evaluated here
     feasible: set[str] = field(default_factory=set)  # the nodes the task fits on, as last evaluated
     answers: dict[tuple[int, tuple[object, ...]], Answer] | None = None  # the shape's, shared (``Candidates._answer``)
+    copies: dict[str, int] | None = None  # once asked (``standing``): each feasible node's copies of the request
+    total: int = 0  # their sum
 
 
 @dataclass(slots=True)
@@ -143,6 +145,10 @@ class Candidates:
     def _evaluate(self, ranking: Ranking, node: NodeInfo) -> None:
         failures, score = self._answer(ranking, node)
         before = ranking.reasons.get(node.name)
+        if ranking.copies is not None:
+            ranking.total -= ranking.copies.pop(node.name, 0)
+            if not failures:
+                ranking.total += ranking.copies.setdefault(node.name, _copies(ranking.task, node))
         if failures:
             ranking.feasible.discard(node.name)
             if failures != before:  # most changes of room leave a node that did not fit as it was
@@ -199,15 +205,19 @@ class Candidates:
 
     def standing(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo], *, make: bool = False
-    ) -> tuple[Iterator[NodeInfo], Counter[str]] | None:
-        """The nodes among ``nodes`` (named by ``key``) that ``task`` fits on now, in no set
-        order (for sums), and the reasons of the others, counted (never change them); None for
-        a shape without a ranking yet (one asked once at most: no ranking is made for it),
-        unless ``make`` asks for one."""
+    ) -> Ranking | None:
+        """The ranking of ``task`` among ``nodes`` (named by ``key``) as it stands now, with the
+        copies of the task's request each node it fits on holds (counted once, then kept as
+        nodes change) and the reasons of the others (never change them); None for a shape
+        without a ranking yet (one asked once at most: no ranking is made for it), unless
+        ``make`` asks for one."""
         if key not in self._rankings and not make:
             return None
         ranking = self._ranking(key, task, nodes)
-        return map(ranking.nodes.__getitem__, ranking.feasible), ranking.counts
+        if ranking.copies is None:
+            ranking.copies = {name: _copies(task, ranking.nodes[name]) for name in ranking.feasible}
+            ranking.total = sum(ranking.copies.values())
+        return ranking
 
     def best(
         self, key: tuple[object, ...], task: TaskInfo, nodes: Sequence[NodeInfo], where: str = ""
@@ -271,6 +281,12 @@ class Candidates:
         if len(self._drafts) > DRAFTS:
             del self._drafts[next(iter(self._drafts))]
         return best, FitSummary(len(nodes), _counted(reasons) if best is None else None)
+
+
+def _copies(task: TaskInfo, node: NodeInfo) -> int:
+    """How many copies of ``task``'s request (what it asks of, at least one thing) ``node``'s free room holds."""
+    idle = node.idle
+    return min(idle.get(name, 0) // amount for name, amount in task.request.items() if amount > 0)
 
 
 def _counted(reasons: dict[str, list[str]]) -> Counter[str]:

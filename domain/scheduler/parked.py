@@ -167,7 +167,7 @@ class Pool:
             fit = None
             if queue is not None and queue.is_open:
                 anyone = next(iter(next(iter(needs.values())).values()))
-                fit = shortfall.copies(session, anyone.job.tally().asking[0], nodes, max(needs))
+                fit = shortfall.copies(session, anyone.job.tally().asking[0], nodes)
             woken = [key for need, gangs in needs.items() if fit is None or need <= fit for key in gangs]
             self._wake(woken)
 

@@ -9,12 +9,13 @@ twins of a task that failed are not tried again, so a hopeless gang still costs 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from domain import quantity
 from domain.reasons import FitSummary, Reason, Verdict
+from domain.scheduler.candidates import Ranking
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.network_domains import HYPERNODE, Domain, TopologyRequest, where_key
 from domain.scheduler.node_table import NodeInfo
@@ -41,11 +42,10 @@ def best_node(
     return session.candidates.best(_ranked_as(session, task, where), task, nodes, where)
 
 
-def standing(
-    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], *, make: bool = False
-) -> tuple[Iterator[NodeInfo], Counter[str]] | None:
-    """The nodes among ``nodes`` that ``task`` fits on now (in no set order), and the others'
-    reasons counted; None while its shape has no node ranking, unless ``make`` asks for one."""
+def standing(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], *, make: bool = False) -> Ranking | None:
+    """The node ranking of ``task``'s shape among ``nodes`` as it stands now (the copies of its
+    request each node it fits on holds, the others' reasons counted); None while its shape has
+    none, unless ``make`` asks for one."""
     return session.candidates.standing(_ranked_as(session, task, ""), task, nodes, make=make)
 
 

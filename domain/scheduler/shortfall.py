@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler import placement
-from domain.scheduler.candidates import Candidates
+from domain.scheduler.candidates import Candidates, Ranking
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
@@ -51,7 +51,7 @@ def find(
     first = tasks[0]
     if not job.all_alike():
         return None
-    room = _room(session, first, nodes, need)
+    room = _room(session, first, nodes)
     if room is None or room.total >= need:
         return None  # a shape asked once at most (the attempt's scan answers), or enough fit
     placed = min(room.total, len(tasks))
@@ -60,7 +60,7 @@ def find(
     failed: dict[str, FitSummary] = {}
     if placed < len(ordered):
         if room.summary is None:
-            room.summary = _left_over(session, first, len(nodes), room.copies or [], room.others)
+            room.summary = _left_over(session, first, len(nodes), room.ranking)
         summary = room.summary
         failed = dict.fromkeys((t.key for t in ordered[placed:]), summary)
     stamp = job.stamp
@@ -83,15 +83,15 @@ def too_few(session: Session, tasks: list[TaskInfo], nodes: Sequence[NodeInfo], 
     shape's node ranking is made if it has none (a fresh cache answers as a kept one)."""
     if not tasks or need <= 0:
         return False
-    fit = copies(session, tasks[0], nodes, need)
+    fit = copies(session, tasks[0], nodes)
     return fit is not None and fit < need
 
 
-def copies(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int) -> int | None:
-    """How many copies of ``task``'s shape ``nodes`` hold, counted until ``need`` of them fit
-    (so at least ``need`` when enough do); None for a shape that asks for nothing. The shape's
-    node ranking is made if it has none (a fresh cache answers as a kept one)."""
-    room = _room(session, task, nodes, need, make=True)
+def copies(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> int | None:
+    """How many copies of ``task``'s shape ``nodes`` hold; None for a shape that asks for
+    nothing. The shape's node ranking is made if it has none (a fresh cache answers as a kept
+    one)."""
+    room = _room(session, task, nodes, make=True)
     return None if room is None else room.total
 
 
@@ -109,13 +109,12 @@ def _in_task_order(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> lis
 
 @dataclass(slots=True, eq=False)
 class _Room:
-    """How many copies of one shape the nodes it fits on take: all of them, each node's counted,
-    or (``copies`` None) at least ``total``, as many as a gang needed."""
+    """How many copies of one shape the nodes it fits on take, in all, and the shape's node
+    ranking, which keeps each node's count (``Candidates.standing``) as nodes change."""
 
     nodes: Sequence[NodeInfo]
     total: int
-    copies: list[tuple[NodeInfo, int]] | None  # in no set order: only their sums are read
-    others: Counter[str]  # the reasons of the nodes it does not fit on, counted
+    ranking: Ranking  # as it stands at the tick the room was counted at
     summary: FitSummary | None = None  # why a copy more fits nowhere (``_left_over``), once asked
 
 
@@ -129,44 +128,31 @@ class _Rooms:
     shapes: dict[tuple[object, ...], _Room]
 
 
-def _room(
-    session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], need: int, *, make: bool = False
-) -> _Room | None:
-    """The copies of ``task``'s shape that ``nodes`` hold now, counted until ``need`` of them
-    fit; None for a shape that asks for nothing or has no node ranking yet (unless ``make``)."""
+def _room(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo], *, make: bool = False) -> _Room | None:
+    """The copies of ``task``'s shape that ``nodes`` hold now; None for a shape that asks for
+    nothing or has no node ranking yet (unless ``make``)."""
     kept, candidates = session.kept.get(ROOMS), session.candidates
     if not isinstance(kept, _Rooms) or kept.candidates is not candidates or kept.tick != candidates.tick:
         kept = session.kept[ROOMS] = _Rooms(candidates, candidates.tick, {})
     shape = task.shape()
     room = kept.shapes.get(shape)
-    if room is not None and room.nodes is nodes and (room.copies is not None or room.total >= need):
+    if room is not None and room.nodes is nodes:
         return room
-    wanted = [(name, amount) for name, amount in task.request.items() if amount > 0]
-    standing = placement.standing(session, task, nodes, make=make) if wanted else None
-    if standing is None:
+    asks = any(amount > 0 for amount in task.request.values())
+    ranking = placement.standing(session, task, nodes, make=make) if asks else None
+    if ranking is None:
         return None
-    feasible, others = standing
-    copies: list[tuple[NodeInfo, int]] = []
-    total = 0
-    for node in feasible:
-        idle = node.idle
-        copies.append((node, min(idle.get(name, 0) // amount for name, amount in wanted)))
-        total += copies[-1][1]
-        if total >= need:  # enough fit: where they go is the attempt's to say
-            room = kept.shapes[shape] = _Room(nodes, total, None, others)
-            return room
-    room = kept.shapes[shape] = _Room(nodes, total, copies, Counter(others))
+    room = kept.shapes[shape] = _Room(nodes, ranking.total, ranking)
     return room
 
 
-def _left_over(
-    session: Session, task: TaskInfo, nodes: int, copies: list[tuple[NodeInfo, int]], others: Counter[str]
-) -> FitSummary:
+def _left_over(session: Session, task: TaskInfo, nodes: int, ranking: Ranking) -> FitSummary:
     """Why ``task`` fits none of ``nodes`` nodes once each node it fits on has given its copies
-    of the request away (``copies``); the ``others`` say why, counted, as they are."""
+    of the request away (the ``ranking``'s counts); the other nodes' reasons say why, as they are."""
     request = task.request
-    counts = Counter(others)
-    for node, taken in copies:
+    counts = Counter(ranking.counts)
+    for node_name, taken in (ranking.copies or {}).items():
+        node = ranking.nodes[node_name]
         idle = dict(node.idle)
         for name, amount in request.items():
             idle[name] = idle.get(name, 0) - taken * amount
