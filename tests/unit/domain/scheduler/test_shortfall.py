@@ -5,11 +5,14 @@ decide the same, byte for byte, with the shortfall and with every attempt made."
 
 from __future__ import annotations
 
+import dataclasses
 import io
+from typing import Any
 
 import pytest
 
 from domain.scheduler import shortfall
+from domain.scheduler.candidates import Candidates, Ranking
 from domain.scheduler.config import SchedulerConfig
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
@@ -62,3 +65,24 @@ def test_shortfalls_decide_as_attempts(trace: Trace, config: SchedulerConfig, mo
     assert sum(answer is not None for answer in found) > 20
     monkeypatch.setattr(shortfall, "find", lambda *_: None)
     assert with_shortfalls == _run(trace, config)
+
+
+@pytest.mark.parametrize("trace", [HPC, ODD_NODES, PINNED, BUSY], ids=["hpc", "uneven nodes", "node affinity", "busy"])
+def test_a_rankings_kept_copies_are_those_counted_afresh(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each time a shape's room is asked (parked gangs woken by room, shortfalls), the copies its
+    ranking kept as nodes changed are what a count over its feasible nodes finds now."""
+    real = Candidates.standing
+    asked: list[int] = []
+
+    def counted_afresh(self: Candidates, *args: Any, **kwargs: Any) -> Ranking | None:
+        ranking = real(self, *args, **kwargs)
+        if ranking is not None:
+            request = [(name, amount) for name, amount in ranking.task.request.items() if amount > 0]
+            fresh = {n: min(ranking.nodes[n].idle.get(r, 0) // a for r, a in request) for n in ranking.feasible}
+            assert (ranking.copies, ranking.total) == (fresh, sum(fresh.values()))
+            asked.append(ranking.total)
+        return ranking
+
+    monkeypatch.setattr(Candidates, "standing", counted_afresh)
+    _run(trace, dataclasses.replace(SchedulerConfig(), keep_waiting_reasons=True))
+    assert len(asked) > 50 and len(set(asked)) > 3
