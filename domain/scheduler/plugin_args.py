@@ -38,7 +38,11 @@ READ: dict[str, dict[str, type]] = {
     "predicates": {f"predicate.{name}Enable": bool for name in _PREDICATE_SWITCHES},
     "overcommit": {"overcommit-factor": float},
     "sla": {"sla-waiting-time": str},
-    "reservation": {"reservation-waiting-time": str, "reservation-shortest-first": bool},
+    "reservation": {
+        "reservation-waiting-time": str,
+        "reservation-shortest-first": bool,
+        "reservation-slowdown-first": bool,
+    },
     "capacity": {
         "ancestorReclaimLevel": int,
         "capacity.DynamicResourceAllocationEnable": bool,

@@ -199,6 +199,37 @@ def test_without_runtimes_shortest_first_decides_as_created_first(trace: Trace) 
     assert run(trace, shortest)[1:] == run(trace, LARGE_GANGS)[1:]
 
 
+SLOWDOWN_FIRST = with_plugin("reservation", {"reservation-waiting-time": "5s", "reservation-slowdown-first": True})
+# Two 4-cpu nodes: a runs on one until 101, x on the other until 1001. The gangs l (5,000 s) and
+# s (20 s) need both nodes and arrive at 5 and 10; at the marker of 21 both are past 5 s. The
+# oldest, l, would wait 16 s and run 5,000 (slowdown 1.003); s would wait 11 s and run 20 (1.55).
+LONG_AND_SHORT_GANG = Trace(
+    (
+        Job("a", 0, 100, requests=CPU4, estimate=100),
+        Job("x", 0, 1000, requests=CPU4, estimate=1000),
+        Job("l", 5, 5000, tasks=2, requests=CPU4, estimate=5000),
+        Job("s", 10, 20, tasks=2, requests=CPU4, estimate=20),
+    ),
+    THREE_NODES[:2],
+)
+
+
+def test_slowdown_first_holds_room_for_the_short_gang_before_the_older_long_one() -> None:
+    """The target holds the nodes as they free up and starts once x ends: l first by age, then s
+    after l's 5,000 s; s first by slowdown, then l after s's 20 s."""
+    assert starts(run(LONG_AND_SHORT_GANG, RESERVE)[0]) == {"a": 1, "x": 1, "l": 1002, "s": 6003}
+    assert starts(run(LONG_AND_SHORT_GANG, SLOWDOWN_FIRST)[0]) == {"a": 1, "x": 1, "l": 1023, "s": 1002}
+
+
+@pytest.mark.parametrize(
+    "trace", [HPC, with_estimates(LONG_AND_SHORT_GANG, "none")], ids=["hpc", "long and short gang"]
+)
+def test_without_runtimes_slowdown_first_holds_room_for_the_oldest(trace: Trace) -> None:
+    """Without estimates or a history every job counts as 10 s long, and the oldest is the target."""
+    by_slowdown = large_gangs(**{"reservation-slowdown-first": True})
+    assert run(trace, by_slowdown)[1:] == run(trace, LARGE_GANGS)[1:]
+
+
 def test_without_a_bound_the_small_job_takes_the_gangs_room() -> None:
     # c starts on the free node at the marker of 21; b needs both nodes, free only once c ends at 521.
     outcome, _, _ = run(GANG_BEHIND_SMALL, SchedulerConfig())
@@ -224,8 +255,9 @@ def test_a_gang_past_its_bound_holds_its_room(config: SchedulerConfig) -> None:
         (SHORT_BEFORE_GANG, RESERVE),
         (HISTORY, HISTORY_CONFIG),
         (TWO_BACKFILLS, SHORTEST_FIRST),
+        (LONG_AND_SHORT_GANG, SLOWDOWN_FIRST),
     ],
-    ids=["held room", "lent room", "lent on runtime history", "shortest first"],
+    ids=["held room", "lent room", "lent on runtime history", "shortest first", "slowdown first"],
 )
 def test_a_run_with_held_room_replays_to_the_same_decisions(
     trace: Trace, config: SchedulerConfig, tmp_path: Path
