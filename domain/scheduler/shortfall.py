@@ -12,9 +12,11 @@ summary, the gang's verdict with those tasks placed) at the cost of one look at 
 shape fits on (its node ranking knows which, and why the others do not), instead of a
 placement, a ranking question and an undo per task. Allocate uses it only for a plain attempt
 (``retry.can_keep``: node-local predicates and scores, no topology, no pipelined members) whose
-queue takes all the tasks at once, so no quota check could stop it earlier. The copies (and the
-left-over summary) depend on the shape and the nodes' room alone: they are counted once per
-shape while no node changes (the candidates' ``tick``), for every gang of it that waits.
+queue takes all the tasks at once, so no quota check could stop it earlier. The copies depend
+on the shape and the nodes' room alone: the shape's node ranking keeps each node's count and
+their sum, counting a node again when it is re-ranked after a change, and the left-over summary
+is worked out once per shape while no node changes (the candidates' ``tick``), for every gang
+of it that waits.
 ``tests/unit/domain/scheduler/test_shortfall.py`` checks it against the attempts it stands for.
 """
 
