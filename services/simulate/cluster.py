@@ -108,13 +108,13 @@ class SimCluster:
     # -- the stream -------------------------------------------------------------------------
 
     def meta(
-        self, kind: str, name: str, created: float, attempt: int = 0, *, namespaced: bool = True
+        self, kind: str, name: str, created: float, attempt: int = 0, *, namespaced: bool = True, uid: str = ""
     ) -> dict[str, Any]:
         """An object's metadata: ``name``, a uid fixed by (cluster, kind, namespace, name,
-        ``attempt``), ``creationTimestamp`` at simulated second ``created``, and our namespace
-        unless the kind is cluster-scoped."""
+        ``attempt``; ``uid`` when it was made before), ``creationTimestamp`` at simulated second
+        ``created``, and our namespace unless the kind is cluster-scoped."""
         namespace = self.namespace if namespaced else ""
-        uid = _uid(f"{self.cluster}/{kind}/{namespace}/{name}/{attempt}")
+        uid = uid or _uid(f"{self.cluster}/{kind}/{namespace}/{name}/{attempt}")
         meta: dict[str, Any] = {"name": name, "uid": uid, "creationTimestamp": _wall(created)}
         if namespaced:
             meta["namespace"] = namespace
@@ -125,11 +125,10 @@ class SimCluster:
         pod is written at least three times (created, bound, finished), often too far apart for
         ``_uid``'s cache to still hold it."""
         kept = pod.uid
-        if kept is None or kept[0] != pod.attempt:
-            meta = self.meta("Pod", pod.name, pod.created, pod.attempt)
-            pod.uid = (pod.attempt, meta["uid"])
-            return meta
-        return {"name": pod.name, "uid": kept[1], "creationTimestamp": _wall(pod.created), "namespace": self.namespace}
+        uid = kept[1] if kept is not None and kept[0] == pod.attempt else ""
+        meta = self.meta("Pod", pod.name, pod.created, pod.attempt, uid=uid)
+        pod.uid = (pod.attempt, meta["uid"])
+        return meta
 
     def emit(self, event_type: str, obj: dict[str, Any], *, change: bool = True) -> None:
         """Write ``obj`` as a watch event of ``event_type`` (with the next resourceVersion) into
