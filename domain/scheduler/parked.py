@@ -12,10 +12,12 @@ retry it. Volcano rewrites the message every cycle, which is the default here: o
 backlog those rewrites (and their echoes) are most of the work.
 
 Only a plain gang is parked: admitted (Inqueue), valid, in an open queue, no network topology,
-no sub-gangs, no pipelined members, no room held by it or lent to it, node-local predicates and
-scores; and never in a dry run (``explain`` shows what an attempt sees). The rule reads the
-state alone (the status last written, the job, the nodes' free room), not a memo of earlier
-cycles, so a worker restored from a snapshot parks the same gangs as one that never stopped.
+no sub-gangs, no pipelined members, no room held by it, node-local predicates and scores; and
+never in a dry run (``explain`` shows what an attempt sees). Held room lent to a gang counts as
+free for it: lent room was free room, so a gang too few of whose copies fit even with it fails
+its attempt alike. The rule reads the state alone (the status last written, the job, the nodes'
+free room), not a memo of earlier cycles, so a worker restored from a snapshot parks the same
+gangs as one that never stopped.
 
 Allocate asks it twice. When its turn comes (``parked``), for any configuration. And, when no
 room is held or pipelined in the session, before the jobs are even ordered (``Pool``): then the
@@ -50,7 +52,7 @@ _WAITS_FOR_ROOM = ("Unschedulable", "True", Reason.NOT_ENOUGH_RESOURCES.value)
 
 def parked(session: Session, job: JobInfo) -> bool:
     """Whether allocate passes ``job`` over at its turn (see the module's docstring); room lent
-    to it is the caller's to rule out."""
+    to it is the caller's to give it for the question."""
     if not _on(session):
         return False
     need = _need(session, job, _written(session, job))

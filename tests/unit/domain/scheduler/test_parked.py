@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.scheduler import parked, volcano_cycle
+from domain.scheduler import held_room, parked, volcano_cycle
+from domain.scheduler.actions import allocate
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
@@ -154,6 +155,26 @@ def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(monkeypatch: p
     assert sum(kept) > 20
     _no_pool(monkeypatch)
     assert _run(BUSY, KEEP)[1] == with_pool
+
+
+def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held room lent to a gang is room that was free: when too few of its copies fit even with
+    it, the gang is passed over at its turn like any other (and keeps its status), and the room
+    is held again at once."""
+    real = allocate._parked
+    lent_and_parked: list[bool] = []
+
+    def spy(session: Any, job: Any, lent: list[held_room.Held]) -> bool:
+        before = [dict(held.statement.held_totals()) for held in lent]
+        answer = real(session, job, lent)
+        assert [held.statement.held_totals() for held in lent] == before
+        if lent:
+            lent_and_parked.append(answer)
+        return answer
+
+    monkeypatch.setattr(allocate, "_parked", spy)
+    _run(BUSY_USERS, _keep(SHORTEST_HISTORY))
+    assert any(lent_and_parked)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
