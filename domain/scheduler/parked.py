@@ -12,22 +12,23 @@ retry it. Volcano rewrites the message every cycle, which is the default here: o
 backlog those rewrites (and their echoes) are most of the work.
 
 Only a plain gang is parked: admitted (Inqueue), valid, in an open queue, no network topology,
-no sub-gangs, no pipelined members, no room held by it, node-local predicates and scores; and
-never in a dry run (``explain`` shows what an attempt sees). Held room lent to a gang counts as
-free for it: lent room was free room, so a gang too few of whose copies fit even with it fails
-its attempt alike. The rule reads the state alone (the status last written, the job, the nodes'
-free room), not a memo of earlier cycles, so a worker restored from a snapshot parks the same
-gangs as one that never stopped.
+no sub-gangs, no pipelined members, not let hold room (JobPipelined), node-local predicates and
+scores; and never in a dry run (``explain`` shows what an attempt sees). Held room lent to a
+gang counts as free for it: lent room was free room, so a gang too few of whose copies fit even
+with it fails its attempt alike. The rule reads the state alone (the status last written, the
+job, the nodes' free room), not a memo of earlier cycles, so a worker restored from a snapshot
+parks the same gangs as one that never stopped.
 
 Allocate asks it twice. When its turn comes (``parked``), for any configuration. And, when no
-room is held or pipelined in the session, before the jobs are even ordered (``Pool``): then the
-free room only shrinks while allocate places gangs (a discarded attempt gives back exactly what
-it took), so a gang parked at the start is parked at its turn, and it is left out of the order
-at once; a gang the pool let through and its turn passed over (the gangs before it took the
-room) joins the pool then. The pool is kept from cycle to cycle (kube-scheduler's pool of
-unschedulable pods): a parked gang is not looked at again until one of the inputs of its
-answer may have changed (its job, its PodGroup or the status last written, its queue's state,
-or the copies of its shape that fit, counted once for all the gangs parked with it), and a
+preemption has pipelined pods in the session, before the jobs are even ordered (``Pool``): then
+the free room only shrinks while allocate places gangs and holds room for them (a discarded
+attempt gives back exactly what it took, and room lent was free at the start), so a gang parked
+at the start is parked at its turn, and it is left out of the order at once; a gang the pool
+let through and its turn passed over (the gangs before it took the room) joins the pool then.
+The pool is kept from cycle to cycle (kube-scheduler's pool of unschedulable pods): a parked
+gang is not looked at again until one of the inputs of its answer may have changed (its job,
+its PodGroup or the status last written, its queue's state, the copies of its shape that fit,
+counted once for all the gangs parked with it, or whether plugins let it hold room), and a
 pool that missed a renewal of the job table starts afresh. It is a cache of the rule, never a
 fact: a fresh one parks the same gangs (``tests/unit/domain/scheduler/test_parked.py``).
 """
@@ -101,8 +102,9 @@ class Pool:
     was known of each job asked. A parked gang is not looked at again until something its
     answer reads may have changed: its job or PodGroup (the renewal's ``changed``, or this
     session's own changes so far), the status last written (what close wrote last session),
-    its queue's state, or the copies of its shape that fit (counted once per queue and shape,
-    for every gang parked there). Each of those wakes it, and it is asked afresh."""
+    its queue's state, the copies of its shape that fit (counted once per queue and shape, for
+    every gang parked there), or whether plugins let it hold room. Each of those wakes it,
+    and it is asked afresh."""
 
     session: Session
     unsettled: set[ObjectKey]  # the job table's (whose identity says the table is the same one)
@@ -119,12 +121,7 @@ class Pool:
     @classmethod
     def of(cls, session: Session) -> Pool | None:
         """The session's pool, when gangs can be parked before their turn (see the module's docstring)."""
-        if (
-            not _on(session)
-            or ExtensionPoint.JOB_PIPELINED in session.points
-            or session.snapshot.pipelined
-            or session.found.pipelines
-        ):
+        if not _on(session) or session.snapshot.pipelined or session.found.pipelines:
             session.kept.pop(KEPT, None)  # the next pool starts afresh: this session is not seen
             return None
         snapshot = session.snapshot
@@ -141,6 +138,7 @@ class Pool:
             for keys in (snapshot.changed, last.found.written, snapshot.spoiled, snapshot.restored):
                 pool._wake(keys)
             pool._wake_by_room()
+            pool._wake_pipelined()
         else:
             pool = cls(session, snapshot.unsettled, snapshot.renewal, {}, {}, {}, {})
         session.kept[KEPT] = pool
@@ -173,6 +171,14 @@ class Pool:
             woken = [key for need, gangs in needs.items() if fit is None or need <= fit for key in gangs]
             self._wake(woken)
 
+    def _wake_pipelined(self) -> None:
+        """Wake the gangs plugins now let hold room (a target of ``reservation``, a job past
+        ``sla``'s waiting time): those are never parked."""
+        session = self.session
+        if ExtensionPoint.JOB_PIPELINED in session.points:
+            jobs = session.snapshot.jobs
+            self._wake([key for key in self.parked if (job := jobs.get(key)) is None or session.job_pipelined(job)])
+
     def awake(self) -> list[ObjectKey]:
         """The waiting jobs not parked in an earlier session (or woken in this one), in job order."""
         snapshot = self.session.snapshot
@@ -181,7 +187,7 @@ class Pool:
     def parks(self, job: JobInfo) -> bool:
         """Whether ``job``, waiting and not parked, would be parked at its turn: admitted, valid,
         in an open queue, parkable, and too few copies of its shape fit now. It stays parked in
-        the sessions after this one until something wakes it."""
+        the sessions after this one until something wakes it, or plugins let it hold room."""
         session = self.session
         written = _written(session, job)
         known = self.before.get(job.key)
@@ -198,7 +204,7 @@ class Pool:
             if job.phase is PodGroupPhase.INQUEUE and session.job_valid(job) is None:
                 need = _need(session, job, written)
             known = _Known(job, job.stamp, len(job.tasks), job.group, job.phase, written, need)
-        if known.need:
+        if known.need and not session.job_pipelined(job):
             queue = session.snapshot.queues.get(job.queue)
             if queue is not None and queue.is_open:
                 asking = job.tally().asking

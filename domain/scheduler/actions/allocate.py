@@ -10,8 +10,8 @@ A gang that is not ready but that plugins let pipeline (JobPipelined: ``sla``, `
 holds the room it waits for from the jobs after it (``held_room``).
 
 With ``keepWaitingReasons``, a gang that has said it waits for room and still cannot fit is
-passed over, and keeps that status (``parked``): at its turn, or, when no room is held or
-pipelined, left out of the order at once.
+passed over, and keeps that status (``parked``): at its turn, or, when no preemption has
+pipelined pods, left out of the order at once.
 
 A gang pipelined by an earlier preemption gives its held room back and is placed afresh: once
 its victims are gone it fits there (nobody else could take that room). While they are still

@@ -24,8 +24,9 @@ from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
 from tests import spies
 from tests.decided import at_marker_times
+from tests.unit.domain.scheduler.test_held_room import with_plugin
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
-from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY
+from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY, large_gangs
 
 KEEP = dataclasses.replace(SchedulerConfig(), keep_waiting_reasons=True)
 
@@ -145,16 +146,24 @@ def _no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parked.Pool, "of", classmethod(lambda cls, session: None))
 
 
-def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (BUSY_USERS, SHORTEST_HISTORY)],
+    ids=["default", "large-gangs", "large-gangs-history"],
+)
+def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Gangs left out of allocate's order before it starts are those it would pass over at their
     turn: every decision is the same with the pool and with each gang asked at its turn. The
     pool is kept from cycle to cycle, and each gang it leaves out without a look again is one a
-    fresh pool would park."""
+    fresh pool would park. With ``reservation`` the gang holding room is never left out, and
+    held room lent to a gang that still cannot fit does not keep it from being parked."""
     kept = _checked_pools(monkeypatch)
-    with_pool = _run(BUSY, KEEP)[1]
+    with_pool = _run(trace, _keep(config))[1]
     assert sum(kept) > 20
     _no_pool(monkeypatch)
-    assert _run(BUSY, KEEP)[1] == with_pool
+    assert _run(trace, _keep(config))[1] == with_pool
 
 
 def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,14 +186,22 @@ def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pyte
     assert any(lent_and_parked)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_traces())
-def test_the_pool_decides_as_turns_do(trace: Trace) -> None:
+# Plugins that let gangs hold room: the oldest past 10 s (reservation), every job past 10 s (sla).
+_HOLDING = (
+    KEEP,
+    _keep(large_gangs(**{"reservation-waiting-time": "10s"})),
+    _keep(with_plugin("sla", {"sla-waiting-time": "10s"})),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_traces(), st.sampled_from(_HOLDING))
+def test_the_pool_decides_as_turns_do(trace: Trace, config: SchedulerConfig) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         _checked_pools(monkeypatch)
-        with_pool = _run(trace, KEEP)[1]
+        with_pool = _run(trace, config)[1]
         _no_pool(monkeypatch)
-        assert _run(trace, KEEP)[1] == with_pool
+        assert _run(trace, config)[1] == with_pool
 
 
 def _shrunk(lines: list[str], after: int) -> list[str]:
