@@ -29,6 +29,12 @@ from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
 from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY, large_gangs
 
 KEEP = dataclasses.replace(SchedulerConfig(), keep_waiting_reasons=True)
+# The default tiers, reservation, and reservation planning on the users' runtime history.
+_POLICIES = pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (BUSY_USERS, SHORTEST_HISTORY)],
+    ids=["default", "large-gangs", "large-gangs-history"],
+)
 
 
 def _keep(config: SchedulerConfig) -> SchedulerConfig:
@@ -55,11 +61,7 @@ def _split(decided: list[tuple[Any, dict[str, Any]]]) -> tuple[list[object], dic
     return others, statuses
 
 
-@pytest.mark.parametrize(
-    ("trace", "config"),
-    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (BUSY_USERS, SHORTEST_HISTORY)],
-    ids=["default", "large-gangs", "large-gangs-history"],
-)
+@_POLICIES
 def test_parked_gangs_are_placed_as_tried_ones(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,11 +148,7 @@ def _no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parked.Pool, "of", classmethod(lambda cls, session: None))
 
 
-@pytest.mark.parametrize(
-    ("trace", "config"),
-    [(BUSY, SchedulerConfig()), (BUSY, LARGE_GANGS), (BUSY_USERS, SHORTEST_HISTORY)],
-    ids=["default", "large-gangs", "large-gangs-history"],
-)
+@_POLICIES
 def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
