@@ -23,9 +23,10 @@ of it that waits.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler import placement
 from domain.scheduler.candidates import Candidates, Ranking
@@ -79,14 +80,30 @@ def find(
     return Shortfall(placed, failed, verdict)
 
 
-def too_few(session: Session, tasks: list[TaskInfo], nodes: Sequence[NodeInfo], need: int) -> bool:
+def too_few(
+    session: Session,
+    tasks: list[TaskInfo],
+    nodes: Sequence[NodeInfo],
+    need: int,
+    more: Mapping[str, ResourceList] | None = None,
+) -> bool:
     """Whether ``nodes`` hold fewer than ``need`` copies of the shape of ``tasks`` (alike, of a
     job whose predicates are node-local), so that no attempt can place enough of them. The
-    shape's node ranking is made if it has none (a fresh cache answers as a kept one)."""
+    shape's node ranking is made if it has none (a fresh cache answers as a kept one). With
+    ``more`` (per node, room that could be added to its free room), also counted: the copies
+    each such node's free room and that room together hold, its other checks not asked (at
+    least as many as it would hold)."""
     if not tasks or need <= 0:
         return False
     fit = copies(session, tasks[0], nodes)
-    return fit is not None and fit < need
+    if fit is None or not more:
+        return fit is not None and fit < need
+    request = tasks[0].request
+    by_name = session.snapshot.nodes
+    for name, room in more.items():
+        idle = by_name[name].idle
+        fit += min((idle.get(r, 0) + room.get(r, 0)) // amount for r, amount in request.items() if amount > 0)
+    return fit < need
 
 
 def copies(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> int | None:

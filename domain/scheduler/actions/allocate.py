@@ -107,9 +107,13 @@ def _allocate(
 
 
 def _parked(session: Session, job: JobInfo, lent: list[held_room.Held]) -> bool:
-    """Whether ``job`` is passed over at its turn (``parked``), the room lent to it counted as free."""
+    """Whether ``job`` is passed over at its turn (``parked``), the room lent to it counted as
+    free: at once when too few copies would fit even if the lent room were all of use, else
+    with the room lent for the question."""
     if not lent:
         return parked.parked(session, job)
+    if parked.parked(session, job, held_room.lent_room(lent)):
+        return True
     held_room.lend(lent)
     try:
         return parked.parked(session, job)

@@ -167,7 +167,8 @@ def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(
 def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Held room lent to a gang is room that was free: when too few of its copies fit even with
     it, the gang is passed over at its turn like any other (and keeps its status), and the room
-    is held again at once."""
+    is held again at once. The answer is the one asked with the room lent, whether the copies
+    the lent room could add at most already settle it or not."""
     real = allocate._parked
     lent_and_parked: list[bool] = []
 
@@ -176,6 +177,9 @@ def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pyte
         answer = real(session, job, lent)
         assert [held.statement.held_totals() for held in lent] == before
         if lent:
+            held_room.lend(lent)
+            assert answer == parked.parked(session, job)
+            held_room.hold_again(lent)
             lent_and_parked.append(answer)
         return answer
 
