@@ -31,7 +31,9 @@ as 10 s long and the oldest is the target, as without the argument.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
@@ -47,6 +49,7 @@ WAITING_TIME = "reservation-waiting-time"
 SHORTEST_FIRST = "reservation-shortest-first"
 SLOWDOWN_FIRST = "reservation-slowdown-first"
 DEFAULT_WAITING = 3600.0  # seconds
+KEPT = "reservation-target"
 FLOOR = 10.0  # seconds: the runtime below which bounded slowdown counts no shorter (Feitelson's bound)
 
 
@@ -54,19 +57,73 @@ def target(snapshot: Snapshot, bound: float, *, by_slowdown: bool = False) -> Ob
     """Among the jobs short of their minimum created at least ``bound`` before the cycle, the one
     created first (then by key); with ``by_slowdown``, the one whose bounded slowdown would be the
     highest if it started now (``slowdown``; ties as without)."""
-    candidates = [
-        (job.created, job.key, job)
-        for job in snapshot.waiting_jobs()
-        if not job.terminating
-        and snapshot.now - job.created >= bound
-        and job.placed() < job.min_member
-        and any(not t.best_effort for t in job.pending())
-    ]
+    candidates = [(job.created, job.key, job) for job in snapshot.waiting_jobs() if _eligible(snapshot, job, bound)]
     if not candidates:
         return None
     if not by_slowdown:
         return min(candidates)[1]
     return min(candidates, key=lambda c: (-slowdown(snapshot, c[2]), c[0], c[1]))[1]
+
+
+def _eligible(snapshot: Snapshot, job: JobInfo, bound: float) -> bool:
+    return (
+        not job.terminating
+        and snapshot.now - job.created >= bound
+        and job.placed() < job.min_member
+        and any(not t.best_effort for t in job.pending())
+    )
+
+
+@dataclass(slots=True, eq=False)
+class _Last:
+    """The oldest-first target of the last session, and what says this session follows it."""
+
+    unsettled: set[ObjectKey]  # the job table's (whose identity says the table is the same one)
+    renewal: int
+    now: float
+    bound: float
+    chosen: ObjectKey
+
+
+def _oldest(session: Session, bound: float) -> ObjectKey | None:
+    """``target``, oldest first, in the cost of the jobs that changed: the last session's target
+    stays the oldest eligible job while it is eligible, unless a job changed since (built again,
+    put back, given a changed PodGroup or changed by that session) is eligible and older. A job
+    that was not eligible becomes so only by changing or by passing the bound, and those that
+    pass it now were created after any that passed it before. Else every waiting job is looked
+    at, as ``target`` does (a fresh cache answers as a kept one)."""
+    snapshot = session.snapshot
+    last = session.kept.get(KEPT)
+    jobs = snapshot.jobs
+    if (
+        isinstance(last, _Last)
+        and last.unsettled is snapshot.unsettled
+        and last.renewal + 1 == snapshot.renewal
+        and last.bound == bound
+        and last.now <= snapshot.now
+        and not snapshot.dropped
+        and (kept := jobs.get(last.chosen)) is not None
+        and last.chosen in snapshot.waiting
+        and _eligible(snapshot, kept, bound)
+    ):
+        best = (kept.created, kept.key)
+        for key in itertools.chain(snapshot.changed, snapshot.spoiled, snapshot.restored):
+            job = jobs.get(key)
+            if (
+                job is not None
+                and key in snapshot.waiting
+                and (job.created, key) < best
+                and _eligible(snapshot, job, bound)
+            ):
+                best = (job.created, key)
+        chosen: ObjectKey | None = best[1]
+    else:
+        chosen = target(snapshot, bound)
+    if chosen is None:
+        session.kept.pop(KEPT, None)
+    else:
+        session.kept[KEPT] = _Last(snapshot.unsettled, snapshot.renewal, snapshot.now, bound, chosen)
+    return chosen
 
 
 def slowdown(snapshot: Snapshot, job: JobInfo) -> float:
@@ -86,7 +143,7 @@ def build(options: Mapping[str, object]) -> Plugin:
 
     def on_open(session: Session) -> None:
         snapshot = session.snapshot
-        chosen = target(snapshot, bound, by_slowdown=by_slowdown)
+        chosen = target(snapshot, bound, by_slowdown=True) if by_slowdown else _oldest(session, bound)
 
         def order(job: JobInfo) -> Key:
             if job.key == chosen:
