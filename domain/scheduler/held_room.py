@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
 
 from domain import quantity
+from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.recorded import HeldRoom
 from domain.scheduler import held_plans, node_offers, runtimes
@@ -45,6 +46,8 @@ from domain.scheduler.predicates import fit_failures
 from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Key, Session
 from domain.scheduler.statement import Statement
+
+PIPELINABLE = "pipelinable"  # (session, the jobs its plugins may let hold room, or None: any)
 
 
 @dataclass(slots=True, eq=False)
@@ -251,9 +254,27 @@ def hold_again(lent: list[Held]) -> None:
         held.statement.hold_again()
 
 
-def register(session: Session, plugin: str, order: Callable[[JobInfo], Key], permit: Callable[[JobInfo], Vote]) -> None:
+def register(
+    session: Session,
+    plugin: str,
+    order: Callable[[JobInfo], Key],
+    permit: Callable[[JobInfo], Vote],
+    only: Collection[ObjectKey] | None = None,
+) -> None:
     """A waiting-bound plugin's callbacks: its job order, and ``permit`` (Permit for a job past
-    its bound, else Abstain) at both JobEnqueueable (enqueued at once) and JobPipelined (holds room)."""
+    its bound, else Abstain) at both JobEnqueueable (enqueued at once) and JobPipelined (holds
+    room); ``only``: the jobs ``permit`` may permit in this session, when the plugin knows them
+    (``pipelinable``)."""
     session.add_job_order(plugin, order)
     session.add_job_enqueueable(plugin, lambda job: (permit(job), None))
     session.add_job_pipelined(plugin, permit)
+    known = session.kept.get(PIPELINABLE)
+    before = known[1] if isinstance(known, tuple) and known[0] is session else frozenset()
+    session.kept[PIPELINABLE] = (session, None if only is None or before is None else before | set(only))
+
+
+def pipelinable(session: Session) -> frozenset[ObjectKey] | None:
+    """The only jobs this session's waiting-bound plugins may let hold room (JobPipelined), when
+    each of them said which; None when any job may be."""
+    known = session.kept.get(PIPELINABLE)
+    return known[1] if isinstance(known, tuple) and known[0] is session else None

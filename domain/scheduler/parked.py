@@ -43,7 +43,7 @@ from domain.lifecycle.status import PodGroupStatusView
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.reasons import Reason
-from domain.scheduler import shortfall
+from domain.scheduler import held_room, shortfall
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Session
@@ -180,8 +180,10 @@ class Pool:
         ``sla``'s waiting time): those are never parked."""
         session = self.session
         if ExtensionPoint.JOB_PIPELINED in session.points:
-            jobs = session.snapshot.jobs
-            self._wake([key for key in self.parked if (job := jobs.get(key)) is None or session.job_pipelined(job)])
+            jobs, parked = session.snapshot.jobs, self.parked
+            known = held_room.pipelinable(session)  # the only ones that may be, when the plugins say
+            keys = parked.keys() if known is None else [key for key in known if key in parked]
+            self._wake([key for key in keys if (job := jobs.get(key)) is None or session.job_pipelined(job)])
 
     def awake(self) -> list[ObjectKey]:
         """The waiting jobs not parked in an earlier session (or woken in this one), in job order."""

@@ -154,6 +154,6 @@ def build(options: Mapping[str, object]) -> Plugin:
         def pipelined(job: JobInfo) -> Vote:
             return Vote.PERMIT if job.key == chosen else Vote.ABSTAIN
 
-        held_room.register(session, NAME, order, pipelined)
+        held_room.register(session, NAME, order, pipelined, only=() if chosen is None else (chosen,))
 
     return Plugin(NAME, on_open)
