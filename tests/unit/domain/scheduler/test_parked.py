@@ -168,24 +168,26 @@ def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pyte
     """Held room lent to a gang is room that was free: when too few of its copies fit even with
     it, the gang is passed over at its turn like any other (and keeps its status), and the room
     is held again at once. The answer is the one asked with the room lent, whether the copies
-    the lent room could add at most already settle it or not."""
+    the lent room could add at most already settle it or not. (What each call found is kept
+    and asserted after the run: the engine turns what a cycle raises into a reject.)"""
     real = allocate._parked
-    lent_and_parked: list[bool] = []
+    calls: list[tuple[bool, bool, bool]] = []  # per gang lent room: parked, held again, as asked lent
 
     def spy(session: Any, job: Any, lent: list[held_room.Held]) -> bool:
         before = [dict(held.statement.held_totals()) for held in lent]
         answer = real(session, job, lent)
-        assert [held.statement.held_totals() for held in lent] == before
         if lent:
+            again = [held.statement.held_totals() for held in lent] == before
             held_room.lend(lent)
-            assert answer == parked.parked(session, job)
+            asked = parked.parked(session, job)
             held_room.hold_again(lent)
-            lent_and_parked.append(answer)
+            calls.append((answer, again, answer == asked))
         return answer
 
     monkeypatch.setattr(allocate, "_parked", spy)
     _run(BUSY_USERS, _keep(SHORTEST_HISTORY))
-    assert any(lent_and_parked)
+    assert any(answer for answer, _, _ in calls)
+    assert all(again and same for _, again, same in calls)
 
 
 # Plugins that let gangs hold room: the oldest past 10 s (reservation), every job past 10 s (sla).
