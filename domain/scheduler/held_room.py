@@ -106,7 +106,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     snapshot = session.snapshot
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
-    ends = runtimes.ends(snapshot)
+    ends = runtimes.ends(snapshot, session.kept)
     known = held_plans.again(session, job, tasks, ends)
     if known is not None:
         held = Held(job, Statement(session), list(zip(tasks, known[0], strict=True)), known[1])

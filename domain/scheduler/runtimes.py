@@ -11,9 +11,13 @@ as the history changes at markers.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from domain.durations import positive_seconds
+from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.runtime_history import raised, user_of
 from domain.scheduler.infos import HOLDING, JobInfo, TaskInfo, TaskStatus
@@ -21,6 +25,7 @@ from domain.scheduler.object_facts import seconds
 from domain.scheduler.snapshot import Snapshot
 
 Ends = dict[str, list[tuple[float, ResourceList]]]  # node -> (when, what) its pods of known end give back
+KEPT = "runtime-ends"
 ESTIMATE = "schedstream.io/runtime-estimate"
 """A Go duration: how long the pod (or each pod of the PodGroup) runs once started."""
 
@@ -106,19 +111,55 @@ def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
     return longest
 
 
-def ends(snapshot: Snapshot) -> Ends:
-    """Per node, the known ends of the pods that take room there, earliest first."""
-    out: Ends = {}
+def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
+    """Per node, the known ends of the pods that take room there, earliest first (then by pod).
+    With ``kept`` (the session's, ``Session.kept``), the jobs looked at are those that had such
+    pods in the last session that asked, and the jobs that changed since (built again, put back,
+    given a changed PodGroup or changed by that session): a job that took no room then and did
+    not change takes none now. A fresh cache answers as a kept one."""
+    out: dict[str, list[tuple[float, ObjectKey, ResourceList]]] = {}
     means: dict[str, float | None] = {}  # each user's prediction, asked once
-    for job in snapshot.jobs.values():
+    jobs = snapshot.jobs
+    holding: list[ObjectKey] = []
+    for key in _asked(snapshot, kept):
+        job = jobs.get(key)
+        if job is None:
+            continue
         tally = job.tally()
         if len(tally.pending) == tally.size:  # a job all pending takes no room
             continue
+        holding.append(key)
         for task in job.tasks:
             if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
                 end = _end(snapshot, task, means)
                 if end < math.inf:
-                    out.setdefault(task.node, []).append((end, task.request))
-    for known in out.values():
-        known.sort(key=lambda pair: pair[0])
-    return out
+                    out.setdefault(task.node, []).append((end, task.key, task.request))
+    if kept is not None:
+        kept[KEPT] = _Holding(snapshot.unsettled, snapshot.renewal, holding)
+    return {node: [(end, request) for end, _, request in sorted(known)] for node, known in out.items()}
+
+
+@dataclass(slots=True, eq=False)
+class _Holding:
+    """The jobs that took room on a node at one renewal of the job table."""
+
+    unsettled: set[ObjectKey]  # the job table's (whose identity says the table is the same one)
+    renewal: int
+    jobs: list[ObjectKey]
+
+
+def _asked(snapshot: Snapshot, kept: dict[str, object] | None) -> Iterable[ObjectKey]:
+    """The jobs ``ends`` looks at: every one, or those that took room at the last renewal asked
+    and those changed since, when that renewal is this one or the one before."""
+    last = None if kept is None else kept.get(KEPT)
+    if (
+        not isinstance(last, _Holding)
+        or last.unsettled is not snapshot.unsettled
+        or snapshot.renewal - last.renewal not in (0, 1)
+        or snapshot.dropped
+    ):
+        return snapshot.jobs.keys()
+    if last.renewal == snapshot.renewal:
+        return last.jobs
+    extra = (snapshot.changed | snapshot.spoiled | snapshot.restored).difference(last.jobs)
+    return itertools.chain(last.jobs, sorted(extra))
