@@ -35,13 +35,12 @@ fact: a fresh one parks the same gangs (``tests/unit/domain/scheduler/test_parke
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.status import PodGroupStatusView
 from domain.objects.meta import ObjectKey
-from domain.quantity import ResourceList
 from domain.reasons import Reason
 from domain.scheduler import held_room, shortfall
 from domain.scheduler.extension_points import ExtensionPoint
@@ -52,18 +51,26 @@ KEPT = "parked"
 _WAITS_FOR_ROOM = ("Unschedulable", "True", Reason.NOT_ENOUGH_RESOURCES.value)
 
 
-def parked(session: Session, job: JobInfo, lent: Mapping[str, ResourceList] | None = None) -> bool:
-    """Whether allocate passes ``job`` over at its turn (see the module's docstring); room lent
-    to it is the caller's to give it for the question. With ``lent`` (per node, the room held
-    room lent to it would add), whether it would be even if each of those nodes took all the
-    copies its free room and that room hold (``shortfall.too_few``): then it is with the room
-    lent."""
+def parked(session: Session, job: JobInfo, lent: list[held_room.Held] | None = None) -> bool:
+    """Whether allocate passes ``job`` over at its turn (see the module's docstring), the held
+    room ``lent`` to it counted as free: at once when too few copies would fit even if each
+    lent node held all the copies its free room and the lent room do (``shortfall.too_few``),
+    else asked with the room lent."""
     if not _on(session):
         return False
     need = _need(session, job, _written(session, job))
     if not need or session.job_pipelined(job):
         return False
-    return shortfall.too_few(session, job.tally().asking, session.snapshot.node_list(), need, lent)
+    asking = job.tally().asking
+    if not lent:
+        return shortfall.too_few(session, asking, session.snapshot.node_list(), need)
+    if shortfall.too_few(session, asking, session.snapshot.node_list(), need, held_room.lent_room(lent)):
+        return True
+    held_room.lend(lent)
+    try:
+        return shortfall.too_few(session, asking, session.snapshot.node_list(), need)
+    finally:
+        held_room.hold_again(lent)
 
 
 def _on(session: Session) -> bool:

@@ -79,7 +79,7 @@ def _allocate(
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
     lent = held_room.lendable(session, job, holds)
-    if _parked(session, job, lent):  # it has said why, and still too few copies fit
+    if parked.parked(session, job, lent):  # it has said why, and still too few copies fit
         if pool is not None:
             pool.park(job)  # and is left out of the next sessions until something wakes it
         return False
@@ -104,21 +104,6 @@ def _allocate(
         retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
     held_room.hold_again(lent)
     return again
-
-
-def _parked(session: Session, job: JobInfo, lent: list[held_room.Held]) -> bool:
-    """Whether ``job`` is passed over at its turn (``parked``), the room lent to it counted as
-    free: at once when too few copies would fit even if the lent room were all of use, else
-    with the room lent for the question."""
-    if not lent:
-        return parked.parked(session, job)
-    if parked.parked(session, job, held_room.lent_room(lent)):
-        return True
-    held_room.lend(lent)
-    try:
-        return parked.parked(session, job)
-    finally:
-        held_room.hold_again(lent)
 
 
 def _still_released(session: Session, nodes: set[str]) -> bool:

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler import held_room, parked, volcano_cycle
-from domain.scheduler.actions import allocate
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
@@ -172,21 +171,21 @@ def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pyte
     is held again at once. The answer is the one asked with the room lent, whether the copies
     the lent room could add at most already settle it or not. (What each call found is kept
     and asserted after the run: the engine turns what a cycle raises into a reject.)"""
-    real = allocate._parked
+    real = parked.parked
     calls: list[tuple[bool, bool, bool]] = []  # per gang lent room: parked, held again, as asked lent
 
-    def spy(session: Any, job: Any, lent: list[held_room.Held]) -> bool:
-        before = [dict(held.statement.held_totals()) for held in lent]
+    def spy(session: Any, job: Any, lent: list[held_room.Held] | None = None) -> bool:
+        before = [dict(held.statement.held_totals()) for held in lent or ()]
         answer = real(session, job, lent)
         if lent:
             again = [held.statement.held_totals() for held in lent] == before
             held_room.lend(lent)
-            asked = parked.parked(session, job)
+            asked = real(session, job)
             held_room.hold_again(lent)
             calls.append((answer, again, answer == asked))
         return answer
 
-    monkeypatch.setattr(allocate, "_parked", spy)
+    monkeypatch.setattr(parked, "parked", spy)
     _run(BUSY_USERS, _keep(SHORTEST_HISTORY))
     assert any(answer for answer, _, _ in calls)
     assert all(again and same for _, again, same in calls)
