@@ -140,13 +140,11 @@ class Pool:
         if (
             isinstance(pool, Pool)
             and pool.session.config is session.config
-            and pool.unsettled is snapshot.unsettled
-            and pool.renewal + 1 == snapshot.renewal
-            and not snapshot.dropped
+            and snapshot.follows(pool.unsettled, pool.renewal)
         ):
             last = pool.session
             pool.session, pool.renewal, pool.before, pool.now, pool.short = session, snapshot.renewal, pool.now, {}, {}
-            for keys in (snapshot.changed, last.found.written, snapshot.spoiled, snapshot.restored):
+            for keys in (snapshot.jobs_touched(), last.found.written):
                 pool._wake(keys)
             pool._wake_by_room()
             pool._wake_pipelined()

@@ -152,14 +152,10 @@ def _asked(snapshot: Snapshot, kept: dict[str, object] | None) -> Iterable[Objec
     """The jobs ``ends`` looks at: every one, or those that took room at the last renewal asked
     and those changed since, when that renewal is this one or the one before."""
     last = None if kept is None else kept.get(KEPT)
-    if (
-        not isinstance(last, _Holding)
-        or last.unsettled is not snapshot.unsettled
-        or snapshot.renewal - last.renewal not in (0, 1)
-        or snapshot.dropped
-    ):
+    if not isinstance(last, _Holding):
         return snapshot.jobs.keys()
-    if last.renewal == snapshot.renewal:
+    if snapshot.follows(last.unsettled, last.renewal - 1):  # asked before in this session
         return last.jobs
-    extra = (snapshot.changed | snapshot.spoiled | snapshot.restored).difference(last.jobs)
-    return itertools.chain(last.jobs, sorted(extra))
+    if snapshot.follows(last.unsettled, last.renewal):
+        return itertools.chain(last.jobs, sorted(snapshot.jobs_touched().difference(last.jobs)))
+    return snapshot.jobs.keys()

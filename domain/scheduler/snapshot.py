@@ -96,6 +96,18 @@ class Snapshot:
         pods waits to be enqueued: then no action has anything to do, and none asks a plugin."""
         return not self.waiting and all(job.phase is not PodGroupPhase.PENDING for job in self.unborn)
 
+    def follows(self, unsettled: set[ObjectKey], renewal: int) -> bool:
+        """Whether this snapshot takes the renewal after ``renewal`` of the job table whose
+        ``unsettled`` set that was (its identity says the table is the same one), with no job
+        dropped: then only the jobs ``jobs_touched`` gives may differ from what that renewal's
+        session saw."""
+        return unsettled is self.unsettled and renewal + 1 == self.renewal and not self.dropped
+
+    def jobs_touched(self) -> set[ObjectKey]:
+        """The jobs the last renewal built again, put back or gave a changed PodGroup, and those
+        the session before changed."""
+        return self.changed | self.spoiled | self.restored
+
     def drop(self, key: ObjectKey) -> None:
         """Take the job ``key`` out of this snapshot (the queue rules). ``jobs`` starts as the
         job table's own dict, shared; it is copied before the first job leaves it."""

@@ -31,7 +31,6 @@ as 10 s long and the oldest is the target, as without the argument.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -97,17 +96,15 @@ def _oldest(session: Session, bound: float) -> ObjectKey | None:
     jobs = snapshot.jobs
     if (
         isinstance(last, _Last)
-        and last.unsettled is snapshot.unsettled
-        and last.renewal + 1 == snapshot.renewal
+        and snapshot.follows(last.unsettled, last.renewal)
         and last.bound == bound
         and last.now <= snapshot.now
-        and not snapshot.dropped
         and (kept := jobs.get(last.chosen)) is not None
         and last.chosen in snapshot.waiting
         and _eligible(snapshot, kept, bound)
     ):
         best = (kept.created, kept.key)
-        for key in itertools.chain(snapshot.changed, snapshot.spoiled, snapshot.restored):
+        for key in snapshot.jobs_touched():
             job = jobs.get(key)
             if (
                 job is not None
