@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
-from domain.runtime_history import raised, user_of
+from domain.runtime_history import RuntimeHistory, raised, user_of
 from domain.scheduler.infos import HOLDING, JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.object_facts import seconds
 from domain.scheduler.snapshot import Snapshot
@@ -116,12 +116,16 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
     With ``kept`` (the session's, ``Session.kept``), the jobs looked at are those that had such
     pods in the last session that asked, and the jobs that changed since (built again, put back,
     given a changed PodGroup or changed by that session): a job that took no room then and did
-    not change takes none now. A fresh cache answers as a kept one."""
+    not change takes none now. And the last answer is given again, the same dict (never change
+    it), when it would read the same (``_Holding.again``). A fresh cache answers as a kept one."""
+    last = None if kept is None else kept.get(KEPT)
+    if isinstance(last, _Holding) and last.again(snapshot):
+        return last.answer
     out: dict[str, list[tuple[float, ObjectKey, ResourceList]]] = {}
     means: dict[str, float | None] = {}  # each user's prediction, asked once
     jobs = snapshot.jobs
     holding: list[ObjectKey] = []
-    for key in _asked(snapshot, kept):
+    for key in _asked(snapshot, last):
         job = jobs.get(key)
         if job is None:
             continue
@@ -134,24 +138,60 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
                 end = _end(snapshot, task, means)
                 if end < math.inf:
                     out.setdefault(task.node, []).append((end, task.key, task.request))
+    answer = {node: [(end, request) for end, _, request in sorted(known)] for node, known in out.items()}
     if kept is not None:
-        kept[KEPT] = _Holding(snapshot.unsettled, snapshot.renewal, holding)
-    return {node: [(end, request) for end, _, request in sorted(known)] for node, known in out.items()}
+        history = snapshot.runtime_history
+        kept[KEPT] = _Holding(
+            snapshot.unsettled, snapshot.renewal, holding, answer,
+            min((known[0][0] for known in answer.values()), default=math.inf),
+            snapshot.history_label, history, {user: history.runs.get(user) for user in means},
+        )  # fmt: skip
+    return answer
 
 
 @dataclass(slots=True, eq=False)
 class _Holding:
-    """The jobs that took room on a node at one renewal of the job table."""
+    """The jobs that took room on a node at one renewal of the job table, the ends they gave and
+    what those read beside the jobs: the earliest of them (the instant enters no end before
+    it), the config's user label, and the runtime history with the runs of each user asked."""
 
     unsettled: set[ObjectKey]  # the job table's (whose identity says the table is the same one)
     renewal: int
     jobs: list[ObjectKey]
+    answer: Ends
+    earliest: float
+    label: str | None
+    history: RuntimeHistory
+    users: dict[str, tuple[float, ...] | None]
+
+    def again(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot``, the next renewal of the same job table, would give the same
+        answer, and if so take it as this one's: no job that took room, and no job that takes
+        room now, has changed (a job that changed and takes no room adds nothing); every end is
+        later than the instant (a pod's end reads the instant only once it is past: a pod
+        releasing now, one that outlived its estimate, a prediction raised); the label and every
+        user's runs are the same."""
+        if not snapshot.follows(self.unsettled, self.renewal) or snapshot.now >= self.earliest:
+            return False
+        if snapshot.history_label != self.label or snapshot.runtime_history is not self.history:
+            return False
+        runs = self.history.runs
+        if any(runs.get(user) is not known for user, known in self.users.items()):
+            return False
+        touched = snapshot.jobs_touched()
+        if not touched.isdisjoint(self.jobs):
+            return False
+        for key in touched:
+            job = snapshot.jobs.get(key)
+            if job is not None and len((tally := job.tally()).pending) != tally.size:
+                return False
+        self.renewal = snapshot.renewal
+        return True
 
 
-def _asked(snapshot: Snapshot, kept: dict[str, object] | None) -> Iterable[ObjectKey]:
+def _asked(snapshot: Snapshot, last: object) -> Iterable[ObjectKey]:
     """The jobs ``ends`` looks at: every one, or those that took room at the last renewal asked
     and those changed since, when that renewal is this one or the one before."""
-    last = None if kept is None else kept.get(KEPT)
     if not isinstance(last, _Holding):
         return snapshot.jobs.keys()
     if snapshot.follows(last.unsettled, last.renewal - 1):  # asked before in this session

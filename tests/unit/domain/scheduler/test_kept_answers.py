@@ -92,6 +92,30 @@ def test_kept_targets_and_ends_are_the_ones_found_afresh(
     _asserted(ends, kept=20)
 
 
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(with_estimates(BUSY, "exact"), _keep(LARGE_GANGS)), (BUSY_USERS, _keep(SHORTEST_HISTORY))],
+    ids=["estimates-kept-reasons", "history-kept-reasons"],
+)
+def test_the_last_ends_are_given_again_when_nothing_they_read_changed(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = runtimes.ends
+    answers: list[tuple[bool, bool]] = []  # per call: the last answer given again, and the fresh one
+    last: list[object] = [None]
+
+    def ends(snapshot: Any, kept: Any) -> Any:
+        answer = real(snapshot, kept)
+        answers.append((answer is last[0], answer == real(snapshot)))
+        last[0] = answer
+        return answer
+
+    monkeypatch.setattr(runtimes, "ends", ends)
+    _run(trace, config)
+    assert sum(again for again, _ in answers) >= 20
+    assert all(same for _, same in answers)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_traces())
 def test_on_generated_traces_too(trace: Trace) -> None:
