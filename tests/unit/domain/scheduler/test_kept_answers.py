@@ -10,12 +10,14 @@ into a reject, so an assertion inside a cycle would not fail the test."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from domain.scheduler import runtimes
 from domain.scheduler.config import SchedulerConfig
@@ -122,6 +124,25 @@ def test_on_generated_traces_too(trace: Trace) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         targets, ends = _targets(monkeypatch), _ends(monkeypatch)
         _run(with_estimates(trace, "exact"), _keep(large_gangs(**{"reservation-waiting-time": "10s"})))
+        _asserted(targets)
+        _asserted(ends)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_traces(), st.integers(1, 3))
+def test_on_generated_traces_with_a_runtime_history(trace: Trace, users: int) -> None:
+    """Predictions from users' last runtimes, which change at markers without their jobs changing."""
+    labelled = Trace(
+        tuple(dataclasses.replace(job, labels={"swf/user": f"u{i % users}"}) for i, job in enumerate(trace.jobs)),
+        trace.nodes,
+    )
+    history = dataclasses.replace(
+        large_gangs(**{"reservation-waiting-time": "10s", "reservation-shortest-first": True}),
+        runtime_history_label="swf/user",
+    )
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        targets, ends = _targets(monkeypatch), _ends(monkeypatch)
+        _run(labelled, _keep(history))
         _asserted(targets)
         _asserted(ends)
 
