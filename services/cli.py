@@ -357,6 +357,9 @@ def watch(
               help="Jobs that name no scheduler become Volcano PodGroups or Kueue Workloads.")  # fmt: skip
 @click.option("--estimates", type=click.Choice(["none", "trace", "exact"]), default="none", show_default=True,
               help="Runtime estimates annotated on the jobs: the trace's (SWF requested time) or exact.")  # fmt: skip
+@click.option("--baseline-estimates", type=click.Choice(["same", "trace", "exact"]), default="same",
+              show_default=True, help="Runtimes EASY plans with: those --estimates gives (exact when none), "
+              "the trace's (SWF requested time), or exact.")  # fmt: skip
 @click.option(
     "--queues",
     "queues_path",
@@ -376,6 +379,7 @@ def simulate(
     arrival_scale: float,
     scheduler: str,
     estimates: str,
+    baseline_estimates: str,
     queues_path: Path | None,
     out_dir: Path,
 ) -> None:
@@ -386,11 +390,14 @@ def simulate(
     from services.simulate.metrics import table
     from services.simulate.run import load
     from services.simulate.run import simulate as run_simulation
-    from services.traces.model import TraceError
+    from services.traces.model import TraceError, with_estimates
 
     config = load_config(config_path)
     try:
-        jobs, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale, estimates=estimates)  # type: ignore[arg-type]
+        given, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale, estimates="trace")  # type: ignore[arg-type]
+        jobs = with_estimates(given, estimates)
+        told = None if baseline_estimates == "same" else with_estimates(given, baseline_estimates)
+        baselines = None if told is None else (baseline_estimates, told)
         kueue_objects = kueue_quota.read(queues_path) if queues_path is not None else None
         with atomic_directory(out_dir) as work, bar("simulate: jobs arrived", len(jobs.jobs)) as progress:
             result = run_simulation(
@@ -402,6 +409,7 @@ def simulate(
                 scheduler=scheduler,
                 kueue_objects=kueue_objects,
                 progress=progress,
+                baselines=baselines,
             )
     except TraceError as exc:
         raise click.ClickException(str(exc)) from None

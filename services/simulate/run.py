@@ -75,9 +75,12 @@ def simulate(
     scheduler: str = "volcano",
     kueue_objects: list[dict[str, Any]] | None = None,
     progress: Report = silent,
+    baselines: tuple[str, Trace] | None = None,
 ) -> Result:
     """Run every policy on the trace and write ``out_dir``'s four files (``run_closed_loop``
-    says what ``scheduler``, ``kueue_objects`` and ``progress`` do)."""
+    says what ``scheduler``, ``kueue_objects`` and ``progress`` do). ``baselines``: the
+    estimates the baselines are told instead of the scheduler's (``simulate
+    --baseline-estimates``) and the trace with them, recorded in ``metrics.json``."""
     if not nodes:
         raise TraceError("no nodes to simulate on: give a node list with --nodes")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +96,8 @@ def simulate(
             kueue_objects=kueue_objects,
             progress=progress,
         )
-    outcomes = {POLICY: cluster.outcome} | {name: run(trace, nodes) for name, run in BASELINES.items()}
+    told = trace if baselines is None else baselines[1]
+    outcomes = {POLICY: cluster.outcome} | {name: run(told, nodes) for name, run in BASELINES.items()}
     capacity = cluster.outcome.capacity
     used = {job.queue for job in trace.jobs}
     deserved = share.volcano({job.queue for job in trace.jobs if not cluster.is_kueue(job)}, capacity)
@@ -112,6 +116,8 @@ def simulate(
         },
         "policies": computed,
     }
+    if baselines is not None:
+        document["simulation"]["baseline_estimates"] = baselines[0]
     (out_dir / "metrics.json").write_text(json.dumps(document, indent=1) + "\n")
     waits = {name: metrics.waits(outcome.jobs.values()) for name, outcome in outcomes.items()}
     page = report.render(f"schedstream simulate: {len(trace.jobs)} jobs on {len(nodes)} nodes", computed, waits)

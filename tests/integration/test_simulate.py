@@ -330,3 +330,26 @@ def test_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> None:
         check=True,
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_easy_told_the_requested_times_beside_a_scheduler_told_none(tmp_path: Path) -> None:
+    """`--baseline-estimates trace` on HPC2N's first 200 jobs at 2.5x: the baselines plan with
+    the trace's requested times (EASY as sites run it) while the scheduler is told no estimates:
+    its run is the one without the option, the baselines' that of `--estimates trace`."""
+    trace = tmp_path / "hpc2n-200.swf"
+    with gzip.open(DATA / "HPC2N-2002-2.2-cln.swf.gz", "rt") as archive:
+        trace.write_text("".join(itertools.islice(archive, 231)))  # its 31 header lines, then jobs
+    policy = str(Path(__file__).resolve().parents[2] / "examples" / "policies" / "large-gangs-history.yaml")
+    common = [str(trace), "--format", "swf", "--arrival-scale", "2.5", "--config", policy]
+    both = simulate(tmp_path / "both", *common, "--baseline-estimates", "trace")
+    alone = simulate(tmp_path / "alone", *common)
+    told = simulate(tmp_path / "told", *common, "--estimates", "trace")
+    documents = {run: json.loads((run / "metrics.json").read_text()) for run in (both, alone, told)}
+    assert (both / "decisions.jsonl").read_bytes() == (alone / "decisions.jsonl").read_bytes()
+    assert documents[both]["policies"]["schedstream"] == documents[alone]["policies"]["schedstream"]
+    for baseline in ("fcfs", "easy", "greedy"):
+        assert documents[both]["policies"][baseline] == documents[told]["policies"][baseline]
+    assert documents[both]["policies"]["easy"] != documents[alone]["policies"]["easy"]  # requests are not runs
+    assert documents[both]["simulation"]["baseline_estimates"] == "trace"
+    assert "baseline_estimates" not in documents[alone]["simulation"]
