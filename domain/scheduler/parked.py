@@ -61,14 +61,14 @@ def parked(session: Session, job: JobInfo, lent: list[held_room.Held] | None = N
     need = _need(session, job, _written(session, job))
     if not need or session.job_pipelined(job):
         return False
-    asking = job.tally().asking
+    asking, nodes = job.tally().asking, session.snapshot.node_list()
     if not lent:
-        return shortfall.too_few(session, asking, session.snapshot.node_list(), need)
-    if shortfall.too_few(session, asking, session.snapshot.node_list(), need, held_room.lent_room(lent)):
+        return shortfall.too_few(session, asking, nodes, need)
+    if shortfall.too_few(session, asking, nodes, need, held_room.lent_room(lent)):
         return True
     held_room.lend(lent)
     try:
-        return shortfall.too_few(session, asking, session.snapshot.node_list(), need)
+        return shortfall.too_few(session, asking, nodes, need)
     finally:
         held_room.hold_again(lent)
 

@@ -129,8 +129,7 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
         job = jobs.get(key)
         if job is None:
             continue
-        tally = job.tally()
-        if len(tally.pending) == tally.size:  # a job all pending takes no room
+        if not _takes_room(job):
             continue
         holding.append(key)
         for task in job.tasks:
@@ -181,12 +180,16 @@ class _Holding:
         touched = snapshot.jobs_touched()
         if not touched.isdisjoint(self.jobs):
             return False
-        for key in touched:
-            job = snapshot.jobs.get(key)
-            if job is not None and len((tally := job.tally()).pending) != tally.size:
-                return False
+        if any((job := snapshot.jobs.get(key)) is not None and _takes_room(job) for key in touched):
+            return False
         self.renewal = snapshot.renewal
         return True
+
+
+def _takes_room(job: JobInfo) -> bool:
+    """Whether any of ``job``'s tasks is past pending (a job all pending takes no room)."""
+    tally = job.tally()
+    return len(tally.pending) != tally.size
 
 
 def _asked(snapshot: Snapshot, last: object) -> Iterable[ObjectKey]:
