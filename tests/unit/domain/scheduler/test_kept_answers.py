@@ -25,7 +25,14 @@ from domain.scheduler.plugins import reservation
 from services.traces.model import Trace, with_estimates
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
 from tests.unit.domain.scheduler.test_parked import _keep, _run, _traces
-from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY, large_gangs
+from tests.unit.domain.scheduler.test_retry import (
+    BUSY,
+    BUSY_USERS,
+    LARGE_GANGS,
+    SHORTEST_HISTORY,
+    large_gangs,
+    with_users,
+)
 
 # Per call: whether a kept answer was there to start from, and whether the answer is the fresh one.
 Calls = list[tuple[bool, bool]]
@@ -132,17 +139,13 @@ def test_on_generated_traces_too(trace: Trace) -> None:
 @given(_traces(), st.integers(1, 3))
 def test_on_generated_traces_with_a_runtime_history(trace: Trace, users: int) -> None:
     """Predictions from users' last runtimes, which change at markers without their jobs changing."""
-    labelled = Trace(
-        tuple(dataclasses.replace(job, labels={"swf/user": f"u{i % users}"}) for i, job in enumerate(trace.jobs)),
-        trace.nodes,
-    )
     history = dataclasses.replace(
         large_gangs(**{"reservation-waiting-time": "10s", "reservation-shortest-first": True}),
         runtime_history_label="swf/user",
     )
     with pytest.MonkeyPatch.context() as monkeypatch:
         targets, ends = _targets(monkeypatch), _ends(monkeypatch)
-        _run(labelled, _keep(history))
+        _run(with_users(trace, users), _keep(history))
         _asserted(targets)
         _asserted(ends)
 

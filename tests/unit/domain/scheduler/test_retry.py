@@ -50,9 +50,15 @@ def large_gangs(**arguments: object) -> SchedulerConfig:
 
 LARGE_GANGS = large_gangs()
 # BUSY's jobs by four users, and LARGE_GANGS planning held room on their runtime history.
-BUSY_USERS = Trace(
-    tuple(dataclasses.replace(job, labels={"swf/user": f"u{i % 4}"}) for i, job in enumerate(BUSY.jobs)), NODES
-)
+
+
+def with_users(trace: Trace, users: int) -> Trace:
+    """``trace`` with its jobs labelled by ``users`` users in turn (``swf/user``, as SWF's)."""
+    jobs = tuple(dataclasses.replace(job, labels={"swf/user": f"u{i % users}"}) for i, job in enumerate(trace.jobs))
+    return Trace(jobs, trace.nodes)
+
+
+BUSY_USERS = with_users(BUSY, 4)
 LARGE_GANGS_HISTORY = dataclasses.replace(LARGE_GANGS, runtime_history_label="swf/user")
 # examples/policies/large-gangs-history.yaml: the other jobs shortest predicted first.
 SHORTEST_HISTORY = dataclasses.replace(
