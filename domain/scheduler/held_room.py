@@ -59,6 +59,7 @@ class Held:
     statement: Statement
     places: list[tuple[TaskInfo, str]]
     shadow: float
+    taken: bool = False  # whether its members have taken their room yet (``take``)
 
 
 def _free_at(now: float, room: ResourceList, need: ResourceList, ends: list[tuple[float, ResourceList]]) -> float:
@@ -102,7 +103,8 @@ def _latest_by(shadow: float) -> Choice:
 def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
     requests, in task order); None when the empty cluster could not hold them. A gang whose
-    plans would read what they read last time holds the same nodes unplanned (``held_plans``)."""
+    plans would read what they read last time holds the same nodes unplanned (``held_plans``).
+    The room is taken only when something after it reads the nodes' free room (``take``)."""
     snapshot = session.snapshot
     short = job.min_member - job.placed()
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
@@ -119,9 +121,20 @@ def hold(session: Session, job: JobInfo) -> Held | None:
             planned = _plan(session, job, tasks, ends, _latest_by(planned.shadow), untouched=untouched) or planned
         held = planned
         held_plans.keep(session, job, tasks, ends, places=[node for _, node in held.places], shadow=held.shadow)
-    for task, node in held.places:  # plans take no room: the one chosen takes it now
-        held.statement.hold(task, node)
     return held
+
+
+def take(holds: list[Held]) -> None:
+    """The holds of ``holds`` not taken yet take their room, in order (each member, in turn,
+    what its node has free of its request): before the next job is tried, or an action after
+    allocate reads the nodes. A hold nothing reads after it takes nothing: its nodes are not
+    changed, so the next cycle's snapshot and rankings need not take them in again (most holds
+    on a deep backlog are the last attempt of their cycle)."""
+    for held in holds:
+        if not held.taken:
+            held.taken = True
+            for task, node in held.places:
+                held.statement.hold(task, node)
 
 
 def _likeness(task: TaskInfo) -> tuple[object, ...]:
@@ -205,8 +218,10 @@ def _plan(
 
 
 def room_of(held: Held) -> HeldRoom:
-    """What ``held`` holds now, per node, and its shadow time."""
-    return HeldRoom(held.job.key, tuple(held.statement.holding()), held.shadow)
+    """What ``held`` holds now, per node, and its shadow time (what it would take, when not
+    taken yet: the nodes are as it found them)."""
+    holding = held.statement.holding() if held.taken else held.statement.would_hold(held.places)
+    return HeldRoom(held.job.key, tuple(holding), held.shadow)
 
 
 def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:

@@ -77,6 +77,20 @@ class Statement:
         self._held.append(taken)
         self._totals = None
 
+    def would_hold(self, places: list[tuple[TaskInfo, str]]) -> list[tuple[str, ResourceList]]:
+        """What ``hold`` would take for each of ``places`` (task, node) in turn, were they held
+        now one after the other, without taking it."""
+        nodes = self.session.snapshot.nodes
+        free: dict[str, ResourceList] = {}  # node -> its free room once the places before took theirs
+        taken: list[tuple[str, ResourceList]] = []
+        for task, node in places:
+            if node not in free:
+                free[node] = dict(nodes[node].idle)
+            room = _free_of(free[node], task.request)
+            quantity.add(free[node], {name: -amount for name, amount in room.items()})
+            taken.append((node, room))
+        return taken
+
     def holding(self) -> list[tuple[str, ResourceList]]:
         """Each Hold's node and what it took there, in order."""
         nodes = [node for op, _, node in self.operations if op is Operation.HOLD]

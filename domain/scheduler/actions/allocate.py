@@ -7,7 +7,8 @@ queue, and the gang plugin's job order puts ready jobs after unready ones, so an
 pods beyond its minimum go after other gangs (one more each time its turn comes again).
 
 A gang that is not ready but that plugins let pipeline (JobPipelined: ``sla``, ``reservation``)
-holds the room it waits for from the jobs after it (``held_room``).
+holds the room it waits for from the jobs after it (``held_room``): taken when the next job is
+tried, or when a later action reads the nodes; a hold that is the cycle's last attempt takes none.
 
 With ``keepWaitingReasons``, a gang that has said it waits for room and still cannot fit is
 passed over, and keeps that status (``parked``): at its turn, or, when no preemption has
@@ -68,9 +69,22 @@ def execute(session: Session) -> None:
             job.phase = PodGroupPhase.INQUEUE
         # 3. Place it: inside one network domain when it asks for one, else on any nodes; a job
         #    made ready with tasks still pending goes back to its queue.
+        held_room.take(holds)  # the room held so far, before the job reads the nodes
         if _allocate(session, job, failed.setdefault(job.key, set()), holds, pool):
             order.push(job)
     session.found.holding = [held_room.room_of(held) for held in holds]  # for operators (``HeldRooms``)
+    if _nodes_read_later(session):
+        held_room.take(holds)
+
+
+def _nodes_read_later(session: Session) -> bool:
+    """Whether an action after allocate may read the nodes' free room: any but a backfill with
+    no best-effort pod waiting (it places those alone)."""
+    actions = session.config.actions
+    if NAME not in actions:  # run on its own
+        return True
+    later = actions[actions.index(NAME) + 1 :]
+    return any(action != "backfill" or session.snapshot.best_effort for action in later)
 
 
 def _allocate(

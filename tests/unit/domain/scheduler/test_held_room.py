@@ -409,7 +409,8 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
     """Node p (3 cpu) has 1 free now, 2 at 30 and 3 at 50; q (2 cpu) frees up whole at 20. The
     gang's 1-cpu member goes first to p, its 2-cpu member to q: shadow 20. On the nodes that free
     up last by 20 the small one takes q, and the big one then has no node by 20: the gang holds
-    its first plan, whose room is taken from p (its 1 free cpu) until the statement is discarded."""
+    its first plan, whose room is taken from p (its 1 free cpu) once taken, until the statement
+    is discarded."""
     node_p, node_q = b.typed(b.node("p", cpu="3", memory="8Gi")), b.typed(b.node("q", cpu="2", memory="8Gi"))
     assert isinstance(node_p, Node) and isinstance(node_q, Node)
     nodes = {
@@ -429,7 +430,12 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
     assert held is not None
     assert [(task.key, node) for task, node in held.places] == [("ns/g-0", "p"), ("ns/g-1", "q")]
     assert held.shadow == start + 20
+    assert nodes["p"].idle == {"cpu": 1000, "pods": 108_000}  # nothing taken until something reads it
+    would = held_room.room_of(held)
+    held_room.take([held])
     assert nodes["p"].idle == {"cpu": 0, "pods": 107_000}
+    assert held_room.room_of(held) == would  # what operators see is what it takes
+    assert would.nodes == (("p", {"cpu": 1000, "pods": 1000}), ("q", {"cpu": 0, "pods": 1000}))
     held.statement.discard()
     assert nodes["p"].idle == {"cpu": 1000, "pods": 108_000}
 
