@@ -42,12 +42,13 @@ from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_offers import Facts, Untouched
 from domain.scheduler.node_table import NodeInfo
-from domain.scheduler.predicates import fit_failures
+from domain.scheduler.predicates import node_failures, room_fits
 from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Key, Session
 from domain.scheduler.statement import Statement
 
 PIPELINABLE = "pipelinable"  # (session, the jobs its plugins may let hold room, or None: any)
+_UNSEEN = (math.nan, math.nan)  # a node whose offer this hold has not looked up yet (an offer may be None)
 
 
 @dataclass(slots=True, eq=False)
@@ -170,39 +171,30 @@ def _plan(
     chosen_index = -1
 
     def facts(task: TaskInfo, node: NodeInfo) -> Facts:
-        if fit_failures(task.pod, task.request, node.node, budget.get(node.name, node.allocatable)):
-            return None
+        if node_failures(task.pod, node.node) or not room_fits(task.request, budget.get(node.name, node.allocatable)):
+            return None  # it could not run there even with the node empty (``fit_failures``)
         taken = planned.get(node.name, {})
         free_at = _free_at(snapshot.now, node.idle, quantity.sum_lists((taken, task.request)), ends.get(node.name, []))
         return free_at, _covered(task, node.idle, taken)
 
-    def ranked(
-        task: TaskInfo, seen: Untouched, index: int, node: NodeInfo
-    ) -> tuple[tuple[float, float, int], float] | None:
-        if node.name in planned:
-            offer = facts(task, node)
-        elif index in seen[0]:
-            offer = seen[0][index]
-        else:
-            offer = seen[0][index] = node_offers.first(
-                snapshot.now, seen[1], index, node, task=task, ends=ends, facts=partial(facts, task)
-            )
-        if offer is None:
-            return None
-        order = rank(offer[0], offer[1], index)
-        return None if order is None else (order, offer[0])
-
     for task in tasks:
         previous, like = like, _likeness(task)
         seen = untouched.get(like) or untouched.setdefault(like, ({}, node_offers.kept(session, like)))
-        if like == previous:
-            entry = ranked(task, seen, chosen_index, nodes[chosen_index])
-            if entry is not None:
-                heapq.heappush(ranks, entry)
+        if like == previous:  # the node the one before took is planned: its facts change
+            offer = facts(task, nodes[chosen_index])
+            if offer is not None and (order := rank(offer[0], offer[1], chosen_index)) is not None:
+                heapq.heappush(ranks, (order, offer[0]))
         else:
-            ranks = [
-                entry for index, node in enumerate(nodes) if (entry := ranked(task, seen, index, node)) is not None
-            ]
+            known, offers, fresh, ranks = seen[0], seen[1], partial(facts, task), []
+            for index, node in enumerate(nodes):
+                if node.name in planned:
+                    offer = facts(task, node)
+                elif (offer := known.get(index, _UNSEEN)) is _UNSEEN:
+                    offer = known[index] = node_offers.first(
+                        snapshot.now, offers, index, node, task=task, ends=ends, facts=fresh
+                    )
+                if offer is not None and (order := rank(offer[0], offer[1], index)) is not None:
+                    ranks.append((order, offer[0]))
             heapq.heapify(ranks)
         if not ranks:
             return None  # the cluster could never hold the gang: nothing to wait for

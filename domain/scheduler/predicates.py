@@ -97,7 +97,9 @@ def node_failures(pod: Pod, node: Node, *, node_affinity: bool = True, taints: b
 
 def room_failures(request: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
     """The resources ``request`` asks for beyond ``free``, as ``fit_failures`` words them."""
-    for name, amount in request.items():
-        if amount > 0 and amount > free.get(name, 0):
-            return [f"Insufficient {name}" for name in shortfall(request, free)]
-    return []
+    return [] if room_fits(request, free) else [f"Insufficient {name}" for name in shortfall(request, free)]
+
+
+def room_fits(request: Mapping[str, int], free: Mapping[str, int]) -> bool:
+    """Whether ``free`` holds ``request`` (``room_failures`` finds nothing), without wording why not."""
+    return all(amount <= 0 or amount <= free.get(name, 0) for name, amount in request.items())
