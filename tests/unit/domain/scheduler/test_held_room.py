@@ -21,7 +21,7 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
-from domain.scheduler import held_room, node_offers, retry, runtimes
+from domain.scheduler import held_room, node_offers, registry, retry, runtimes
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
@@ -438,6 +438,48 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
     assert would.nodes == (("p", {"cpu": 1000, "pods": 1000}), ("q", {"cpu": 0, "pods": 1000}))
     held.statement.discard()
     assert nodes["p"].idle == {"cpu": 1000, "pods": 108_000}
+
+
+@pytest.mark.parametrize(
+    "actions", [("enqueue", "allocate", "backfill"), ("enqueue", "allocate", "preempt", "backfill")]
+)
+def test_a_hold_takes_its_room_only_when_something_after_it_reads_the_nodes(
+    actions: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hold that is its cycle's last attempt, with only a backfill after allocate and no
+    best-effort pod, takes nothing (its nodes stay as they were) but reports what it would take;
+    with preempt after allocate every hold has taken its room when allocate ends. Either way the
+    decisions are those of holds that take their room at once."""
+    config = dataclasses.replace(LARGE_GANGS, actions=actions)
+    events = io.BytesIO()
+    run_closed_loop(BUSY, BUSY.nodes, config, events, io.BytesIO())
+    lines = events.getvalue().decode().splitlines()
+    made: list[held_room.Held] = []
+    ended: list[tuple[bool, bool]] = []  # per hold, when allocate ended: taken, and took what it should
+    real_hold, real_execute = held_room.hold, registry.ACTIONS["allocate"]
+
+    def hold(session: Session, job: JobInfo) -> held_room.Held | None:
+        held = real_hold(session, job)
+        if held is not None:
+            made.append(held)
+        return held
+
+    def execute(session: Session) -> None:
+        made.clear()
+        real_execute(session)
+        for held in made:  # a hold not taken took nothing; one taken took what it reports
+            reported = list(held_room.room_of(held).nodes)
+            ended.append((held.taken, held.statement.holding() == (reported if held.taken else [])))
+
+    monkeypatch.setattr(held_room, "hold", hold)
+    monkeypatch.setitem(registry.ACTIONS, "allocate", execute)
+    lazy = _decisions(lines, config, fresh=False)
+    monkeypatch.undo()
+    monkeypatch.setattr(allocate, "_nodes_read_later", lambda _: True)  # every hold taken by the end
+    assert lazy == _decisions(lines, config, fresh=False)
+    assert ended and all(right for _, right in ended)
+    taken = [took for took, _ in ended]
+    assert all(taken) if "preempt" in actions else not all(taken)
 
 
 # HISTORY and a gang e of user s (two nodes, 5 s) at 72: from 92, when c has left the node the
