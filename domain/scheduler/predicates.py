@@ -102,4 +102,9 @@ def room_failures(request: Mapping[str, int], free: Mapping[str, int]) -> list[s
 
 def room_fits(request: Mapping[str, int], free: Mapping[str, int]) -> bool:
     """Whether ``free`` holds ``request`` (``room_failures`` finds nothing), without wording why not."""
-    return all(amount <= 0 or amount <= free.get(name, 0) for name, amount in request.items())
+    # A loop, not all() over a generator: the predicates plugin asks this of every node it ranks,
+    # and the generator costs twice as much.
+    for name, amount in request.items():  # noqa: SIM110
+        if amount > 0 and amount > free.get(name, 0):
+            return False
+    return True
