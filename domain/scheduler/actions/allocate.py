@@ -8,7 +8,9 @@ pods beyond its minimum go after other gangs (one more each time its turn comes 
 
 A gang that is not ready but that plugins let pipeline (JobPipelined: ``sla``, ``reservation``)
 holds the room it waits for from the jobs after it (``held_room``): taken when the next job is
-tried, or when a later action reads the nodes; a hold that is the cycle's last attempt takes none.
+tried, when a later action reads the nodes, or, for a gang that was lent held room, before the
+lent holds take theirs again (its hold was planned with that room free); a hold that is the
+cycle's last attempt takes none.
 
 With ``keepWaitingReasons``, a gang that has said it waits for room and still cannot fit is
 passed over, and keeps that status (``parked``): at its turn, or, when no preemption has
@@ -116,6 +118,8 @@ def _allocate(
     again = _place(session, job, held, failed, holds, covered=keep)
     if keep:
         retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
+    if lent:  # a hold it made, planned with the lent room given back, takes its room before they do
+        held_room.take(holds)
     held_room.hold_again(lent)
     return again
 

@@ -441,18 +441,24 @@ def test_when_the_latest_nodes_cannot_hold_the_gang_it_holds_the_first_plan_agai
 
 
 @pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY, LARGE_GANGS), (with_estimates(SHORT_HPC, "exact"), SLA)],
+    ids=["reservation", "sla, several holds and lent room"],
+)
+@pytest.mark.parametrize(
     "actions", [("enqueue", "allocate", "backfill"), ("enqueue", "allocate", "preempt", "backfill")]
 )
 def test_a_hold_takes_its_room_only_when_something_after_it_reads_the_nodes(
-    actions: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+    trace: Trace, config: SchedulerConfig, actions: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A hold that is its cycle's last attempt, with only a backfill after allocate and no
     best-effort pod, takes nothing (its nodes stay as they were) but reports what it would take;
     with preempt after allocate every hold has taken its room when allocate ends. Either way the
-    decisions are those of holds that take their room at once."""
-    config = dataclasses.replace(LARGE_GANGS, actions=actions)
+    decisions are those of holds that take their room as soon as they are planned (with sla, a
+    gang lent held room may hold room itself, before the lent holds take theirs again)."""
+    config = dataclasses.replace(config, actions=actions)
     events = io.BytesIO()
-    run_closed_loop(BUSY, BUSY.nodes, config, events, io.BytesIO())
+    run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
     lines = events.getvalue().decode().splitlines()
     made: list[held_room.Held] = []
     ended: list[tuple[bool, bool]] = []  # per hold, when allocate ended: taken, and took what it should
@@ -471,12 +477,18 @@ def test_a_hold_takes_its_room_only_when_something_after_it_reads_the_nodes(
             reported = list(held_room.room_of(held).nodes)
             ended.append((held.taken, held.statement.holding() == (reported if held.taken else [])))
 
+    def at_once(session: Session, job: JobInfo) -> held_room.Held | None:
+        held = real_hold(session, job)
+        if held is not None:
+            held_room.take([held])
+        return held
+
     monkeypatch.setattr(held_room, "hold", hold)
     monkeypatch.setitem(registry.ACTIONS, "allocate", execute)
-    lazy = _decisions(lines, config, fresh=False)
+    taken_when_read = _decisions(lines, config, fresh=False)
     monkeypatch.undo()
-    monkeypatch.setattr(allocate, "_nodes_read_later", lambda _: True)  # every hold taken by the end
-    assert lazy == _decisions(lines, config, fresh=False)
+    monkeypatch.setattr(held_room, "hold", at_once)
+    assert taken_when_read == _decisions(lines, config, fresh=False)
     assert ended and all(right for _, right in ended)
     taken = [took for took, _ in ended]
     assert all(taken) if "preempt" in actions else not all(taken)
