@@ -116,47 +116,106 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
     With ``kept`` (the session's, ``Session.kept``), the jobs looked at are those that had such
     pods in the last session that asked, and the jobs that changed since (built again, put back,
     given a changed PodGroup or changed by that session): a job that took no room then and did
-    not change takes none now. And the last answer is given again, the same dict (never change
-    it), when it would read the same (``_Holding.again``). A fresh cache answers as a kept one."""
+    not change takes none now. The last answer is given again, the same dict (never change it),
+    when it would read the same (``_Holding.again``); else each job's last ends are used again
+    when they would read the same (``_JobEnds.again``), and only the nodes of the jobs worked out
+    again are sorted again (the others keep their lists). A fresh cache answers as a kept one."""
     last = None if kept is None else kept.get(KEPT)
     if isinstance(last, _Holding) and last.again(snapshot):
         return last.answer
-    out: dict[str, list[tuple[float, ObjectKey, ResourceList]]] = {}
-    means: dict[str, float | None] = {}  # each user's prediction, asked once
+    asked, before = _asked(snapshot, last)
     jobs = snapshot.jobs
-    holding: list[ObjectKey] = []
-    for key in _asked(snapshot, last):
+    now = snapshot.now
+    runs = snapshot.runtime_history.runs
+    touched = snapshot.jobs_touched() if before is not None else set()
+    holding: dict[ObjectKey, _JobEnds] = {}
+    for key in asked:
         job = jobs.get(key)
-        if job is None:
+        if job is None or not _takes_room(job):
             continue
-        if not _takes_room(job):
-            continue
-        holding.append(key)
-        for task in job.tasks:
-            if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
-                end = _end(snapshot, task, means)
-                if end < math.inf:
-                    out.setdefault(task.node, []).append((end, task.key, task.request))
-    answer = {node: [(end, request) for end, _, request in sorted(known)] for node, known in out.items()}
+        known = None if before is None or key in touched else before.jobs.get(key)
+        holding[key] = known if known is not None and known.again(now, runs) else _job_ends(snapshot, job)
+    answer = _answer(holding, before)
     if kept is not None:
-        history = snapshot.runtime_history
+        users: dict[str, tuple[float, ...] | None] = {}
+        for known in holding.values():
+            users.update(known.users)
         kept[KEPT] = _Holding(
             snapshot.unsettled, snapshot.renewal, holding, answer,
-            min((known[0][0] for known in answer.values()), default=math.inf),
-            snapshot.history_label, history, {user: history.runs.get(user) for user in means},
+            min((known.earliest for known in holding.values()), default=math.inf),
+            snapshot.history_label, snapshot.runtime_history, users,
         )  # fmt: skip
     return answer
 
 
 @dataclass(slots=True, eq=False)
+class _JobEnds:
+    """One job's pods of known end by node (when, which pod, what it gives back), the earliest of
+    them, and the runs of each user their predictions read."""
+
+    nodes: dict[str, list[tuple[float, ObjectKey, ResourceList]]]
+    earliest: float
+    users: dict[str, tuple[float, ...] | None]
+
+    def again(self, now: float, runs: dict[str, tuple[float, ...]]) -> bool:
+        """Whether the job, unchanged, gives these ends at ``now``: every one is later (a pod's
+        end reads the instant only once it is past) and its users' runs are the same."""
+        return self.earliest > now and all(runs.get(user) is known for user, known in self.users.items())
+
+
+def _job_ends(snapshot: Snapshot, job: JobInfo) -> _JobEnds:
+    """``job``'s ends worked out: each of its pods on a node that takes room or is releasing."""
+    nodes: dict[str, list[tuple[float, ObjectKey, ResourceList]]] = {}
+    means: dict[str, float | None] = {}  # each user's prediction, asked once
+    earliest = math.inf
+    for task in job.tasks:
+        if task.node and (task.status in HOLDING or task.status is TaskStatus.RELEASING):
+            end = _end(snapshot, task, means)
+            if end < math.inf:
+                nodes.setdefault(task.node, []).append((end, task.key, task.request))
+                earliest = min(earliest, end)
+    runs = snapshot.runtime_history.runs
+    return _JobEnds(nodes, earliest, {user: runs.get(user) for user in means})
+
+
+def _answer(holding: dict[ObjectKey, _JobEnds], before: _Holding | None) -> Ends:
+    """The ends per node, sorted: from the jobs' ends, or from ``before``'s answer with only the
+    nodes of the jobs whose ends are not those it had (worked out again, or gone) sorted again."""
+    if before is None:
+        dirty = None
+    else:
+        dirty = set()
+        for key, known in holding.items():
+            if before.jobs.get(key) is not known:
+                dirty.update(known.nodes)
+        for key, known in before.jobs.items():
+            if holding.get(key) is not known:
+                dirty.update(known.nodes)
+        if not dirty:
+            return dict(before.answer)
+    out: dict[str, list[tuple[float, ObjectKey, ResourceList]]] = {}
+    for known in holding.values():
+        for node in known.nodes if dirty is None else known.nodes.keys() & dirty:
+            out.setdefault(node, []).extend(known.nodes[node])
+    answer = {} if before is None else dict(before.answer)
+    for node in out if dirty is None else dirty:
+        if node in out:
+            answer[node] = [(end, request) for end, _, request in sorted(out[node])]
+        else:
+            answer.pop(node, None)
+    return answer
+
+
+@dataclass(slots=True, eq=False)
 class _Holding:
-    """The jobs that took room on a node at one renewal of the job table, the ends they gave and
-    what those read beside the jobs: the earliest of them (the instant enters no end before
-    it), the config's user label, and the runtime history with the runs of each user asked."""
+    """The jobs that took room on a node at one renewal of the job table, with their ends, the
+    ends per node they gave and what those read beside the jobs: the earliest of them (the
+    instant enters no end before it), the config's user label, and the runtime history with the
+    runs of each user asked."""
 
     unsettled: set[ObjectKey]  # the job table's (whose identity says the table is the same one)
     renewal: int
-    jobs: list[ObjectKey]
+    jobs: dict[ObjectKey, _JobEnds]
     answer: Ends
     earliest: float
     label: str | None
@@ -192,13 +251,15 @@ def _takes_room(job: JobInfo) -> bool:
     return len(tally.pending) != tally.size
 
 
-def _asked(snapshot: Snapshot, last: object) -> Iterable[ObjectKey]:
-    """The jobs ``ends`` looks at: every one, or those that took room at the last renewal asked
-    and those changed since, when that renewal is this one or the one before."""
+def _asked(snapshot: Snapshot, last: object) -> tuple[Iterable[ObjectKey], _Holding | None]:
+    """The jobs ``ends`` looks at, and the kept ends whose jobs' ends may be used again: every
+    job and none, or those that took room at the last renewal asked and those changed since, when
+    that renewal is this one or the one before (and the label and runtime history are the same)."""
     if not isinstance(last, _Holding):
-        return snapshot.jobs.keys()
+        return snapshot.jobs.keys(), None
+    same = last if snapshot.history_label == last.label and snapshot.runtime_history is last.history else None
     if snapshot.follows(last.unsettled, last.renewal - 1):  # asked before in this session
-        return last.jobs
+        return last.jobs, same
     if snapshot.follows(last.unsettled, last.renewal):
-        return itertools.chain(last.jobs, sorted(snapshot.jobs_touched().difference(last.jobs)))
-    return snapshot.jobs.keys()
+        return itertools.chain(last.jobs, sorted(snapshot.jobs_touched().difference(last.jobs))), same
+    return snapshot.jobs.keys(), None
