@@ -92,18 +92,27 @@ def too_few(
     shape's node ranking is made if it has none (a fresh cache answers as a kept one). With
     ``more`` (per node, room that could be added to its free room), also counted: the copies
     each such node's free room and that room together hold, its other checks not asked (at
-    least as many as it would hold)."""
+    least as many as it would hold). Those are counted once per ``more`` (the same dict while
+    the lent room is the same: ``held_room.lent_room``) while no node changes."""
     if not tasks or need <= 0:
         return False
-    fit = copies(session, tasks[0], nodes)
-    if fit is None or not more:
-        return fit is not None and fit < need
-    request = tasks[0].request
+    room = _room(session, tasks[0], nodes, make=True)
+    if room is None or not more:
+        return room is not None and room.total < need
+    if room.more is None or room.more[0] is not more:
+        room.more = (more, _more_copies(session, tasks[0].request, more))
+    return room.total + room.more[1] < need
+
+
+def _more_copies(session: Session, request: ResourceList, more: Mapping[str, ResourceList]) -> int:
+    """The copies of ``request`` each node of ``more`` holds in its free room and its room there
+    together, summed."""
     by_name = session.snapshot.nodes
+    fit = 0
     for name, room in more.items():
         idle = by_name[name].idle
         fit += min((idle.get(r, 0) + room.get(r, 0)) // amount for r, amount in request.items() if amount > 0)
-    return fit < need
+    return fit
 
 
 def copies(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> int | None:
@@ -135,6 +144,7 @@ class _Room:
     total: int
     ranking: Ranking  # as it stands at the tick the room was counted at
     summary: FitSummary | None = None  # why a copy more fits nowhere (``_left_over``), once asked
+    more: tuple[Mapping[str, ResourceList], int] | None = None  # the last room ``too_few`` added, its copies
 
 
 @dataclass(slots=True, eq=False)

@@ -15,9 +15,9 @@ from domain.scheduler import shortfall
 from domain.scheduler.candidates import Candidates, Ranking
 from domain.scheduler.config import SchedulerConfig
 from services.simulate.loop import run_closed_loop
-from services.traces.model import Job, Node, Trace
+from services.traces.model import Job, Node, Trace, with_estimates
 from tests import spies
-from tests.unit.domain.scheduler.test_retry import BUSY, LARGE_GANGS
+from tests.unit.domain.scheduler.test_retry import BUSY, LARGE_GANGS, SHORTEST_HISTORY, with_users
 
 HPC = Trace(
     tuple(
@@ -86,3 +86,38 @@ def test_a_rankings_kept_copies_are_those_counted_afresh(trace: Trace, monkeypat
     monkeypatch.setattr(Candidates, "standing", counted_afresh)
     _run(trace, dataclasses.replace(SchedulerConfig(), keep_waiting_reasons=True))
     assert len(asked) > 50 and len(set(asked)) > 3
+
+
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [
+        (with_estimates(BUSY, "exact"), LARGE_GANGS),
+        (with_users(HPC, 4), SHORTEST_HISTORY),
+    ],
+    ids=["estimates", "history"],
+)
+def test_copies_in_lent_room_kept_are_those_counted_afresh(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``too_few`` with held room lent counts the copies that room adds once per lent room while
+    no node changes: each answer is the one a count over the lent nodes now gives."""
+    real = shortfall.too_few
+    kept: list[bool] = []
+
+    def counted_afresh(session: Any, tasks: Any, nodes: Any, need: int, more: Any = None) -> bool:
+        if not more:
+            return real(session, tasks, nodes, need, more)
+        room = shortfall._room(session, tasks[0], nodes)
+        kept.append(room is not None and room.more is not None and room.more[0] is more)
+        answer = real(session, tasks, nodes, need, more)
+        fresh = shortfall.copies(session, tasks[0], nodes) or 0
+        for name, lent in more.items():
+            idle = session.snapshot.nodes[name].idle
+            request = [(r, a) for r, a in tasks[0].request.items() if a > 0]
+            fresh += min((idle.get(r, 0) + lent.get(r, 0)) // a for r, a in request)
+        assert answer == (fresh < need)
+        return answer
+
+    monkeypatch.setattr(shortfall, "too_few", counted_afresh)
+    _run(trace, dataclasses.replace(config, keep_waiting_reasons=True))
+    assert sum(kept) > 10 and not all(kept)
