@@ -44,7 +44,7 @@ class Plan:
     nodes: list[Node]  # in the snapshot's node order
     allocatable: list[ResourceList]
     idle: list[ResourceList]  # copies, as each node's free room was before the gang held any
-    ends: Ends  # as ``runtimes.ends`` gave them (it makes a new dict each time)
+    ends: Ends  # as ``runtimes.ends`` gave them (never changed)
     earliest: float  # the earliest of the ends (infinite without)
     now: float  # the instant planned at
     places: list[str]  # each member's node

@@ -160,7 +160,12 @@ class _JobEnds:
     def again(self, now: float, runs: dict[str, tuple[float, ...]]) -> bool:
         """Whether the job, unchanged, gives these ends at ``now``: every one is later (a pod's
         end reads the instant only once it is past) and its users' runs are the same."""
-        return self.earliest > now and all(runs.get(user) is known for user, known in self.users.items())
+        return self.earliest > now and _same_runs(runs, self.users)
+
+
+def _same_runs(runs: dict[str, tuple[float, ...]], users: dict[str, tuple[float, ...] | None]) -> bool:
+    """Whether each of ``users`` has the runs it had (the history replaces a user's tuple when it changes)."""
+    return all(runs.get(user) is known for user, known in users.items())
 
 
 def _job_ends(snapshot: Snapshot, job: JobInfo) -> _JobEnds:
@@ -192,7 +197,7 @@ def _answer(holding: dict[ObjectKey, _JobEnds], before: _Holding | None) -> Ends
             if holding.get(key) is not known:
                 dirty.update(known.nodes)
         if not dirty:
-            return dict(before.answer)
+            return before.answer  # the same dict, as ``_Holding.again`` gives it (never changed)
     out: dict[str, list[tuple[float, ObjectKey, ResourceList]]] = {}
     for known in holding.values():
         for node in known.nodes if dirty is None else known.nodes.keys() & dirty:
@@ -233,8 +238,7 @@ class _Holding:
             return False
         if snapshot.history_label != self.label or snapshot.runtime_history is not self.history:
             return False
-        runs = self.history.runs
-        if any(runs.get(user) is not known for user, known in self.users.items()):
+        if not _same_runs(self.history.runs, self.users):
             return False
         touched = snapshot.jobs_touched()
         if not touched.isdisjoint(self.jobs):
