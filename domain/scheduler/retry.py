@@ -12,9 +12,11 @@ failed attempt saw and found (its verdicts, the fit summary of each task that fo
 many members it placed tentatively); when a cycle shows it the same job and the same nodes with
 the same free room, it gets those findings again instead of a new attempt: same verdicts, same
 statuses, same decisions. Only a plain attempt is kept: no network topology, no sub-gangs, no
-pipelined members, no room held by the job itself, predicates and scores that look at the task
-and the node alone, and a queue that can take the whole job's pending requests. Held room lent
-to the job (``held_room.lendable``) is part of the free room its attempt sees and is kept with.
+pipelined members, predicates and scores that look at the task and the node alone, and a queue
+that can take the whole job's pending requests. Held room lent to the job
+(``held_room.lendable``) is part of the free room its attempt sees and is kept with. A gang that
+plugins let hold room (JobPipelined) holds it after a kept attempt as after a new one: the hold
+reads the nodes as the failed attempt left them, which is as it found them.
 """
 
 from __future__ import annotations
@@ -91,7 +93,6 @@ def can_keep(session: Session, job: JobInfo) -> bool:
         and not job.subgroups
         and not job.pipelined()
         and session.node_local
-        and not session.job_pipelined(job)
         and _quota_covers(session, job)
     )
 

@@ -99,10 +99,12 @@ def _allocate(
         if pool is not None:
             pool.park(job)  # and is left out of the next sessions until something wakes it
         return False
-    # A plain gang that failed last time and sees the same nodes with the same room fails alike;
-    # room lent to it is part of the room it sees (and is lent only for an attempt).
+    # A plain gang that failed last time and sees the same nodes with the same room fails alike
+    # (and holds room again, when it may); room lent to it is part of the room it sees (and is
+    # lent only for an attempt).
     keep = retry.can_keep(session, job)
-    if keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent)):
+    repeated = keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent))
+    if repeated and not session.job_pipelined(job):
         return False
     held_room.lend(lent)
     if session.seen is not None and job.key in session.seen.watch:  # a dry run: what the job saw
@@ -115,9 +117,13 @@ def _allocate(
     held = Statement(session)
     for task in job.pipelined():
         held.unpipeline(task)
-    again = _place(session, job, held, failed, holds, covered=keep)
-    if keep:
-        retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
+    again = False
+    if repeated:  # its last attempt's findings given again: it holds room as after that attempt
+        _hold(session, job, holds)
+    else:
+        again = _place(session, job, held, failed, holds, covered=keep)
+        if keep:
+            retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
     if lent:  # a hold it made, planned with the lent room given back, takes its room before they do
         held_room.take(holds)
     held_room.hold_again(lent)
@@ -169,6 +175,7 @@ def _place(
             failed.update(short.failed)
             found.refuse(job, short.verdict)
             _keep_waiting(session, held)
+            _hold(session, job, holds)
             return False
         attempt = placement.place(
             session, job, tasks, session.snapshot.node_list(),
@@ -188,11 +195,18 @@ def _place(
     found.refuse(job, attempt.refused or not_ready)
     attempt.statement.discard()
     _keep_waiting(session, held)
-    if attempt.refused is None and session.job_pipelined(job):
-        holding = held_room.hold(session, job)  # a gang past its waiting bound keeps its room from later jobs
+    if attempt.refused is None:
+        _hold(session, job, holds)
+    return False
+
+
+def _hold(session: Session, job: JobInfo, holds: list[held_room.Held]) -> None:
+    """A gang that did not fit, when plugins let it (JobPipelined), keeps its room from later
+    jobs."""
+    if session.job_pipelined(job):
+        holding = held_room.hold(session, job)
         if holding is not None:
             holds.append(holding)
-    return False
 
 
 def _keep_waiting(session: Session, held: Statement) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from domain.engine import Engine
+from domain.events import ScheduleMarker, parse_event
 from domain.scheduler import retry
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import SchedulerConfig, from_mapping
@@ -117,3 +119,40 @@ def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatc
     _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
     assert len(compared) > 20
     assert [key for key, same in compared if not same] == []
+
+
+def test_a_gang_let_hold_room_holds_it_again_after_a_kept_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gang past its bound fails alike while nothing it reads changes; its kept attempt is
+    followed by the same hold a new one makes: the same decisions and the same room held for
+    operators, cycle by cycle."""
+    config = SHORTEST_HISTORY
+    events = io.BytesIO()
+    run_closed_loop(BUSY_USERS, BUSY_USERS.nodes, config, events, io.BytesIO())
+    lines = events.getvalue().decode().splitlines()
+    holders: list[object] = []  # the gangs let hold room whose attempt was kept
+    repeat = retry.repeat
+
+    def spied(session: Session, job: JobInfo, lent: Any = None) -> bool:
+        kept = repeat(session, job, lent)
+        if kept and session.job_pipelined(job):
+            holders.append(job.key)
+        return kept
+
+    monkeypatch.setattr(retry, "repeat", spied)
+    kept = _held(lines, config, fresh=False)
+    assert len(holders) > 5
+    assert kept == _held(lines, config, fresh=True)
+
+
+def _held(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> list[object]:
+    """``_decisions`` of the stream, each marker's followed by the room held in its cycle."""
+    engine = Engine(config, on_markers=lambda _: True)
+    out: list[object] = []
+    for line in lines:
+        event = parse_event(line)
+        if fresh:
+            engine.caches.pop(event.cluster, None)
+        out.extend((d.kind, d.target, d.reason, d.fields) for d in engine.handle(event).decisions)
+        if isinstance(event, ScheduleMarker):
+            out.append(engine.state(event.cluster).held)
+    return out
