@@ -49,6 +49,8 @@ class Plan:
     now: float  # the instant planned at
     places: list[str]  # each member's node
     shadow: float
+    # what the members would hold, node by node, on the nodes as planned on (``held_room.room_of``)
+    would_hold: tuple[tuple[str, ResourceList], ...] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -81,6 +83,11 @@ def again(session: Session, job: JobInfo, tasks: list[TaskInfo], ends: Ends) -> 
     plan.now = now
     kept.now[job.key] = plan
     return plan.places, plan.shadow
+
+
+def current(session: Session, job: JobInfo) -> Plan:
+    """The plan ``job`` holds room by in this session (after ``again`` or ``keep``)."""
+    return _kept(session).now[job.key]
 
 
 def _same(plan: Plan, session: Session, tasks: list[TaskInfo], ends: Ends) -> bool:

@@ -60,6 +60,7 @@ class Held:
     statement: Statement
     places: list[tuple[TaskInfo, str]]
     shadow: float
+    plan: held_plans.Plan  # what it holds by (``room_of`` keeps its answer there)
     taken: bool = False  # whether its members have taken their room yet (``take``)
 
 
@@ -111,18 +112,16 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
     ends = runtimes.ends(snapshot, session.kept)
     known = held_plans.again(session, job, tasks, ends)
-    if known is not None:
-        held = Held(job, Statement(session), list(zip(tasks, known[0], strict=True)), known[1])
-    else:
+    if known is None:
         untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
-        planned = _plan(session, job, tasks, ends, _first_free, untouched=untouched)
-        if planned is None:
+        known = _plan(session, tasks, ends, _first_free, untouched=untouched)
+        if known is None:
             return None
-        if planned.shadow < math.inf:
-            planned = _plan(session, job, tasks, ends, _latest_by(planned.shadow), untouched=untouched) or planned
-        held = planned
-        held_plans.keep(session, job, tasks, ends, places=[node for _, node in held.places], shadow=held.shadow)
-    return held
+        if known[1] < math.inf:
+            known = _plan(session, tasks, ends, _latest_by(known[1]), untouched=untouched) or known
+        held_plans.keep(session, job, tasks, ends, places=known[0], shadow=known[1])
+    places = list(zip(tasks, known[0], strict=True))
+    return Held(job, Statement(session), places, known[1], held_plans.current(session, job))
 
 
 def take(holds: list[Held]) -> None:
@@ -146,25 +145,24 @@ def _likeness(task: TaskInfo) -> tuple[object, ...]:
 
 def _plan(
     session: Session,
-    job: JobInfo,
     tasks: list[TaskInfo],
     ends: Ends,
     rank: Choice,
     *,
     untouched: dict[tuple[object, ...], Untouched],
-) -> Held | None:
-    """Choose a node for each of ``tasks`` in turn, the one ``rank`` puts first (a plan takes no
-    room: ``hold`` has the chosen one take it). For a member alike the one before it, every node
-    ranks as it did for that one but the node that one took, so only that node is ranked again,
-    into a heap of the others (a gang's members are mostly alike); and what a node no member has
-    taken yet offers a member is kept in ``untouched`` (per likeness, by node index), for the
-    plans after, and for the holds of later sessions while the node is as it was
-    (``node_offers``)."""
+) -> tuple[list[str], float] | None:
+    """Choose a node for each of ``tasks`` in turn, the one ``rank`` puts first: their nodes and
+    the shadow time (a plan takes no room: ``hold`` has the chosen ones take it). For a member
+    alike the one before it, every node ranks as it did for that one but the node that one took,
+    so only that node is ranked again, into a heap of the others (a gang's members are mostly
+    alike); and what a node no member has taken yet offers a member is kept in ``untouched``
+    (per likeness, by node index), for the plans after, and for the holds of later sessions
+    while the node is as it was (``node_offers``)."""
     snapshot = session.snapshot
     nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
     planned: dict[str, ResourceList] = {}  # node -> requests of this job's tasks planned there
-    places: list[tuple[TaskInfo, str]] = []
+    places: list[str] = []
     shadow = snapshot.now
     ranks: list[tuple[tuple[float, float, int], float]] = []  # a heap of the candidates' (rank, when it frees up)
     like: tuple[object, ...] | None = None
@@ -204,16 +202,21 @@ def _plan(
         quantity.add(planned.setdefault(chosen.name, {}), task.request)
         room = budget[chosen.name] = dict(budget.get(chosen.name, chosen.allocatable))
         quantity.add(room, {name: -amount for name, amount in task.request.items()})
-        places.append((task, chosen.name))
+        places.append(chosen.name)
         shadow = max(shadow, chosen_at)
-    return Held(job, Statement(session), places, shadow)
+    return places, shadow
 
 
 def room_of(held: Held) -> HeldRoom:
     """What ``held`` holds now, per node, and its shadow time (what it would take, when not
-    taken yet: the nodes are as it found them)."""
-    holding = held.statement.holding() if held.taken else held.statement.would_hold(held.places)
-    return HeldRoom(held.job.key, tuple(holding), held.shadow)
+    taken yet: the nodes are as it found them, which are as its plan read them, so the answer
+    is kept with the plan for the holds it makes again)."""
+    if held.taken:
+        return HeldRoom(held.job.key, tuple(held.statement.holding()), held.shadow)
+    plan = held.plan
+    if plan.would_hold is None:
+        plan.would_hold = tuple(held.statement.would_hold(held.places))
+    return HeldRoom(held.job.key, plan.would_hold, held.shadow)
 
 
 def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:

@@ -32,15 +32,15 @@ from tests.unit.domain.scheduler.test_retry import BUSY_USERS, LARGE_GANGS, LARG
 from tests.unit.domain.scheduler.test_shortfall import HPC, ODD_NODES, PINNED
 
 
-def _planned_afresh(session: Session, job: JobInfo, tasks: list[TaskInfo], ends: Ends) -> tuple[list[str], float]:
-    """What ``held_room.hold`` plans for ``job`` when it keeps nothing: its two plans."""
+def _planned_afresh(session: Session, tasks: list[TaskInfo], ends: Ends) -> tuple[list[str], float]:
+    """What ``held_room.hold`` plans for ``tasks`` when it keeps nothing: its two plans."""
     untouched: dict[tuple[object, ...], held_room.Untouched] = {}
-    held = held_room._plan(session, job, tasks, ends, held_room._first_free, untouched=untouched)
-    assert held is not None
-    if held.shadow < math.inf:
-        latest = held_room._latest_by(held.shadow)
-        held = held_room._plan(session, job, tasks, ends, latest, untouched=untouched) or held
-    return [node for _, node in held.places], held.shadow
+    planned = held_room._plan(session, tasks, ends, held_room._first_free, untouched=untouched)
+    assert planned is not None
+    if planned[1] < math.inf:
+        latest = held_room._latest_by(planned[1])
+        planned = held_room._plan(session, tasks, ends, latest, untouched=untouched) or planned
+    return planned
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_a_plan_used_again_is_what_planning_afresh_chooses(
     def checked(session: Session, job: JobInfo, tasks: list[TaskInfo], ends: Ends) -> tuple[list[str], float] | None:
         known = real(session, job, tasks, ends)
         if known is not None:
-            assert _planned_afresh(session, job, tasks, ends) == known
+            assert _planned_afresh(session, tasks, ends) == known
             used.append(known[1])
         return known
 
@@ -111,18 +111,18 @@ def test_a_plan_is_used_again_only_while_every_end_is_later_than_the_instant() -
 
     session, ends = at(0)
     assert held_plans.again(session, gang, members, ends) is None  # nothing kept yet
-    places, shadow = _planned_afresh(session, gang, members, ends)
+    places, shadow = _planned_afresh(session, members, ends)
     assert (places, shadow) == (["q", "q"], start + 20)
     held_plans.keep(session, gang, members, ends, places=places, shadow=shadow)
     session, ends = at(10)
     assert held_plans.again(session, gang, members[:1], ends) is None  # fewer members
     assert held_plans.again(session, gang, [members[0], _task("g-2", "1")], ends) is None  # another one
     assert held_plans.again(session, gang, members, ends) == (["q", "q"], start + 20)
-    assert _planned_afresh(session, gang, members, ends) == (["q", "q"], start + 20)
+    assert _planned_afresh(session, members, ends) == (["q", "q"], start + 20)
     session, ends = at(20)
     assert min(end for known in ends.values() for end, _ in known) == start + 20
     assert held_plans.again(session, gang, members, ends) is None
-    assert _planned_afresh(session, gang, members, ends) == (["p", "q"], start + 20)
+    assert _planned_afresh(session, members, ends) == (["p", "q"], start + 20)
     held_plans.keep(session, gang, members, ends, places=["p", "q"], shadow=start + 20)
     nodes["q"].idle["cpu"] = 1000
     session, ends = at(20)
@@ -146,7 +146,7 @@ def test_a_plan_whose_nodes_all_held_their_members_then_has_the_new_instant_as_i
         session = Session(Snapshot(nodes, {}, {gang.key: gang}, [], [], {}, now=now), config)
         session.kept = cache
         known = held_plans.again(session, gang, members, {})
-        afresh = _planned_afresh(session, gang, members, {})
+        afresh = _planned_afresh(session, members, {})
         assert afresh == (["p", "q"], now)
         assert known == (None if now == 100.0 else afresh)
         if known is None:
