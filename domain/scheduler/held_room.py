@@ -143,6 +143,26 @@ def _likeness(task: TaskInfo) -> tuple[object, ...]:
     return (task.shape(), tuple(task.request))
 
 
+def _facts(
+    now: float, task: TaskInfo, node: NodeInfo, taken: ResourceList, budget: ResourceList, *, ends: Ends
+) -> Facts:
+    """What ``node`` offers ``task`` with ``taken`` planned there by the members before it, and
+    ``budget`` left of its allocatable."""
+    if node_failures(task.pod, node.node) or not room_fits(task.request, budget):
+        return None  # it could not run there even with the node empty (``fit_failures``)
+    free_at = _free_at(now, node.idle, quantity.sum_lists((taken, task.request)), ends.get(node.name, []))
+    return free_at, _covered(task, node.idle, taken)
+
+
+def _after(now: float, task: TaskInfo, node: NodeInfo, members: int, ends: Ends) -> tuple[Facts, bool]:
+    """``_facts`` once ``members`` members alike ``task`` are planned on ``node``, and whether
+    its free room holds them and ``task`` now (``node_offers.after``)."""
+    taken = {name: amount * members for name, amount in task.request.items()}
+    budget = {**node.allocatable, **{name: node.allocatable.get(name, 0) - amount for name, amount in taken.items()}}
+    offer = _facts(now, task, node, taken, budget, ends=ends)
+    return offer, offer is not None and node_offers.fits(node.idle, quantity.sum_lists((taken, task.request)))
+
+
 def _plan(
     session: Session,
     tasks: list[TaskInfo],
@@ -157,7 +177,8 @@ def _plan(
     so only that node is ranked again, into a heap of the others (a gang's members are mostly
     alike); and what a node no member has taken yet offers a member is kept in ``untouched``
     (per likeness, by node index), for the plans after, and for the holds of later sessions
-    while the node is as it was (``node_offers``)."""
+    while the node is as it was (``node_offers``), with, for a gang of one likeness, what it
+    offers once members are planned there (``node_offers.after``)."""
     snapshot = session.snapshot
     nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
@@ -165,24 +186,29 @@ def _plan(
     places: list[str] = []
     shadow = snapshot.now
     ranks: list[tuple[tuple[float, float, int], float]] = []  # a heap of the candidates' (rank, when it frees up)
-    like: tuple[object, ...] | None = None
     chosen_index = -1
+    likes = [_likeness(task) for task in tasks]
+    alike = likes.count(likes[0]) == len(likes) if likes else True
+    members: dict[int, int] = {}  # for a gang of one likeness: node index -> members planned there
+    offers: dict[int, node_offers.Offer] = {}  # the kept offers of the members' likeness (``node_offers``)
 
     def facts(task: TaskInfo, node: NodeInfo) -> Facts:
-        if node_failures(task.pod, node.node) or not room_fits(task.request, budget.get(node.name, node.allocatable)):
-            return None  # it could not run there even with the node empty (``fit_failures``)
         taken = planned.get(node.name, {})
-        free_at = _free_at(snapshot.now, node.idle, quantity.sum_lists((taken, task.request)), ends.get(node.name, []))
-        return free_at, _covered(task, node.idle, taken)
+        return _facts(snapshot.now, task, node, taken, budget.get(node.name, node.allocatable), ends=ends)
 
-    for task in tasks:
-        previous, like = like, _likeness(task)
-        seen = untouched.get(like) or untouched.setdefault(like, ({}, node_offers.kept(session, like)))
-        if like == previous:  # the node the one before took is planned: its facts change
-            offer = facts(task, nodes[chosen_index])
+    for at, task in enumerate(tasks):
+        if at and (alike or likes[at] == likes[at - 1]):  # the node the one before took is planned: its facts change
+            if alike:  # kept with its offer, as what it offers the first member is
+                more = partial(_after, snapshot.now, task, nodes[chosen_index], members[chosen_index], ends)
+                offer = node_offers.after(snapshot.now, offers[chosen_index], members[chosen_index], more)
+            else:
+                offer = facts(task, nodes[chosen_index])
             if offer is not None and (order := rank(offer[0], offer[1], chosen_index)) is not None:
                 heapq.heappush(ranks, (order, offer[0]))
         else:
+            seen = untouched.get(likes[at]) or untouched.setdefault(
+                likes[at], ({}, node_offers.kept(session, likes[at]))
+            )
             known, offers, fresh, ranks = seen[0], seen[1], partial(facts, task), []
             for index, node in enumerate(nodes):
                 if node.name in planned:
@@ -199,9 +225,12 @@ def _plan(
         # Each rank ends in its node's index: no two tie.
         (_, _, chosen_index), chosen_at = heapq.heappop(ranks)
         chosen = nodes[chosen_index]
-        quantity.add(planned.setdefault(chosen.name, {}), task.request)
-        room = budget[chosen.name] = dict(budget.get(chosen.name, chosen.allocatable))
-        quantity.add(room, {name: -amount for name, amount in task.request.items()})
+        if alike:
+            members[chosen_index] = members.get(chosen_index, 0) + 1
+        else:
+            quantity.add(planned.setdefault(chosen.name, {}), task.request)
+            room = budget[chosen.name] = dict(budget.get(chosen.name, chosen.allocatable))
+            quantity.add(room, {name: -amount for name, amount in task.request.items()})
         places.append(chosen.name)
         shadow = max(shadow, chosen_at)
     return places, shadow

@@ -9,7 +9,9 @@ only: a node whose free room holds the member now frees up now, and predicted en
 past the instant (so the ends list changes with it when it matters). So an offer is used again,
 for the later members and gangs of its likeness (shape and request) in the session and in the
 sessions after, while the node object, the allocatable, the free room and the ends list are the
-same; one that frees up now is given the new instant. Only the likenesses planned in the last
+same; one that frees up now is given the new instant. So is what it offers once one, two, ...
+members of that likeness are planned there (``after``: their sum taken from its free room and
+its allocatable), for gangs of one likeness. Only the likenesses planned in the last
 session that planned a hold are kept (a gang held as last time is not planned:
 ``held_plans``), at most one offer per node each.
 """
@@ -17,7 +19,7 @@ session that planned a hold are kept (a gang held as last time is not planned:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from domain.objects.core import Node
 from domain.quantity import ResourceList
@@ -52,6 +54,8 @@ class Offer:
     ends: list[tuple[float, ResourceList]]
     facts: Facts
     ready: bool  # its free room holds the member now: ``facts``' time is the instant it was read at
+    # what it offers the next member once 1, 2, ... members are planned there, and whether ready
+    later: list[tuple[Facts, bool]] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -106,3 +110,15 @@ def first(
     ready = offer is not None and fits(node.idle, task.request)  # ``held_room._free_at`` says now
     offers[index] = Offer(node.node, node.allocatable, idle, own, offer, ready)
     return offer
+
+
+def after(now: float, offer: Offer, members: int, facts: Callable[[], tuple[Facts, bool]]) -> Facts:
+    """What the node of ``offer`` (kept and checked this session: ``first``) offers a member of
+    its likeness once ``members`` of them (one or more) are planned there (``facts``: that, and
+    whether its free room holds them all now), kept with the offer: the same node state, the
+    same answer, as ``first``'s."""
+    later = offer.later
+    if len(later) < members:  # a node is planned on one member after another
+        later.append(facts())
+    found, ready = later[members - 1]
+    return (now, found[1]) if ready and found is not None else found

@@ -9,6 +9,7 @@ import itertools
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +120,15 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """HPC2N's first 200 jobs at 2.5x under the history policy: what a node no member has taken
-    offers a held gang's members is kept between cycles while the node, its free room and its
-    pods' ends are the same. Nothing kept gives the same run byte for byte, with 9x the offers read."""
+    offers a held gang's members, and what it offers once members are planned there, is kept
+    between cycles while the node, its free room and its pods' ends are the same. Nothing kept
+    gives the same run byte for byte, with 9x the offers read."""
     trace = tmp_path / "hpc2n-200.swf"
     with gzip.open(DATA / "HPC2N-2002-2.2-cln.swf.gz", "rt") as archive:
         trace.write_text("".join(itertools.islice(archive, 231)))  # its 31 header lines, then jobs
     policy = Path(__file__).resolve().parents[2] / "examples" / "policies" / "large-gangs-history.yaml"
     args = (str(trace), "--format", "swf", "--arrival-scale", "2.5", "--config", str(policy))
-    read = {"kept": 0, "none kept": 0}
+    read = {"kept": 0, "none kept": 0, "told again": 0}
 
     offer = node_offers.Offer
 
@@ -142,13 +144,28 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
 
     monkeypatch.setattr(held_plans, "again", lambda *_: None)  # every hold plans (``test_held_plans``)
     monkeypatch.setattr(node_offers, "Offer", counted("kept"))
+    after = node_offers.after
+
+    def told(now: float, offer: node_offers.Offer, members: int, facts: Callable[[], Any]) -> node_offers.Facts:
+        read["told again"] += len(offer.later) >= members
+        return after(now, offer, members, facts)
+
+    monkeypatch.setattr(node_offers, "after", told)
     kept = simulate(tmp_path / "kept", *args)
     monkeypatch.setattr(node_offers, "Offer", counted("none kept"))
     monkeypatch.setattr(node_offers, "kept", lambda session, like: {})
+    monkeypatch.setattr(node_offers, "after", _afresh)
     none_kept = simulate(tmp_path / "none-kept", *args)
     for name in ("events.jsonl", "decisions.jsonl"):
         assert (kept / name).read_bytes() == (none_kept / name).read_bytes()
     assert read["none kept"] > 5 * read["kept"] > 0
+    assert read["told again"] > 100
+
+
+def _afresh(now: float, offer: node_offers.Offer, members: int, facts: Callable[[], Any]) -> node_offers.Facts:
+    """``node_offers.after`` keeping nothing: the facts worked out at each call."""
+    found, ready = facts()
+    return (now, found[1]) if ready else found
 
 
 def _decided_at(run: Path) -> list[tuple[Any, dict[str, Any]]]:

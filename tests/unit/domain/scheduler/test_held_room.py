@@ -644,3 +644,34 @@ def test_a_kept_offer_is_read_again_when_its_node_room_ends_or_instant_tell_it_t
     assert offer(full, 50.0) == (50.0, 1.0)
     assert offer(full, 55.0) == (50.0, 1.0)
     assert len(reads) == 6
+
+
+def test_what_a_kept_offer_offers_once_members_are_planned_there_is_kept_with_it() -> None:
+    """``node_offers.after``: what a node offers the next member of a gang of one likeness once
+    one, two, ... are planned there is read once per count while its offer is kept; one whose
+    free room holds them all now frees up at the new instant, one that frees up at a known end
+    keeps it."""
+    node = b.typed(b.node("p", cpu="4", memory="8Gi"))
+    assert isinstance(node, Node)
+    member = _task("g-0", "1")
+    info = NodeInfo("p", node, {"cpu": 4000, "pods": 110_000}, {"cpu": 2000, "pods": 110_000}, {})
+    ends = {"p": [(50.0, {"cpu": 1000})]}
+    offers: dict[int, node_offers.Offer] = {}
+    reads: list[tuple[float, int]] = []
+
+    def after(now: float, members: int) -> node_offers.Facts:
+        def read() -> tuple[node_offers.Facts, bool]:
+            reads.append((now, members))
+            return held_room._after(now, member, info, members, ends)
+
+        return node_offers.after(now, offers[0], members, read)
+
+    def first(n: NodeInfo) -> node_offers.Facts:
+        return held_room._facts(10.0, member, n, {}, n.allocatable, ends=ends)
+
+    assert node_offers.first(10.0, offers, 0, info, task=member, ends=ends, facts=first) == (10.0, 2.0)
+    assert after(10.0, 1) == (10.0, 2.0)  # two cpus free: the second member's cpu and pod slot covered
+    assert after(10.0, 2) == (50.0, 1.0)  # the third waits for the pod that ends at 50
+    assert after(20.0, 1) == (20.0, 2.0)  # the node holds them now: now is the new instant
+    assert after(20.0, 2) == (50.0, 1.0)
+    assert reads == [(10.0, 1), (10.0, 2)]
