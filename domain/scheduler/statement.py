@@ -35,7 +35,7 @@ class Statement:
     operations: list[tuple[Operation, TaskInfo, str]] = field(default_factory=list)
     _prior: dict[int, TaskStatus] = field(default_factory=dict)  # id(task) -> status before its eviction
     _held: list[ResourceList] = field(default_factory=list)  # what each Hold took, in order
-    _bases: dict[str, ResourceList] = field(default_factory=dict)  # per node, its free room before its Holds took
+    _returned: dict[str, ResourceList] = field(default_factory=dict)  # per node, its free room once given back
     _totals: dict[str, ResourceList] | None = None  # per node, what its Holds took (``held_totals``)
 
     def allocate(self, task: TaskInfo, node: str) -> None:
@@ -66,12 +66,8 @@ class Statement:
 
     def hold(self, task: TaskInfo, node: str) -> None:
         """``task`` keeps what ``node`` has free of its request, up to all of it, from every later
-        placement of the session; it stays pending and its queue is not charged. A statement's
-        Holds on one node are taken one after the other (``held_room`` holds a gang at once), so
-        the node's free room before the first is the one they all took from (``hold_again``)."""
-        idle = self.session.snapshot.nodes[node].idle
-        self._bases.setdefault(node, dict(idle))
-        taken = _free_of(idle, task.request)
+        placement of the session; it stays pending and its queue is not charged."""
+        taken = _free_of(self.session.snapshot.nodes[node].idle, task.request)
         self._take(node, taken, +1)
         self.operations.append((Operation.HOLD, task, node))
         self._held.append(taken)
@@ -106,23 +102,26 @@ class Statement:
 
     def give_back(self) -> None:
         """The Holds' room comes back to their nodes for a while (``hold_again`` takes it again)."""
-        for node, total in reversed(self.held_totals().items()):
+        totals, nodes = self.held_totals(), self.session.snapshot.nodes
+        for node, total in reversed(totals.items()):
             self._take(node, total, -1)
+        self._returned = {node: dict(nodes[node].idle) for node in totals}
 
     def hold_again(self) -> None:
         """After ``give_back``: each Hold takes again what its node has free of its request, in the
-        same order. On a node whose free room is what it was when its Holds took theirs, each
-        takes what it took (a Hold reads only its node's free room and its request), at once."""
+        same order. On a node whose free room is what the give back left, each takes what it took,
+        at once: the give back is undone, whatever other statements' Holds took there since this
+        one's (statements lent together give back last first and hold again first first, so each
+        finds the room its own give back left)."""
         nodes = self.session.snapshot.nodes
-        again: dict[str, ResourceList] = {}  # the nodes whose free room changed: their Holds take afresh
+        again: set[str] = set()  # the nodes whose free room changed: their Holds take afresh
         for node, total in self.held_totals().items():
-            if _same(nodes[node].idle, self._bases[node]):
+            if _same(nodes[node].idle, self._returned[node]):
                 self._take(node, total, +1)
             else:
-                again[node] = dict(nodes[node].idle)
+                again.add(node)
         if not again:
             return
-        self._bases.update(again)
         self._totals = None
         held = (item for item in self.operations if item[0] is Operation.HOLD)
         for index, (_, task, node) in enumerate(held):
@@ -165,7 +164,7 @@ class Statement:
             else:
                 self._hold(task, node, +1)
                 self._move(task, TaskStatus.PIPELINED, node)
-        self.operations, self._bases, self._totals = [], {}, None
+        self.operations, self._returned, self._totals = [], {}, None
 
     def _place(self, task: TaskInfo, node: str, sign: int) -> None:
         """Place (+1) or take back (-1) an allocation; ``allocate``, ``commit`` and ``discard``

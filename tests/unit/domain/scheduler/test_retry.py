@@ -133,15 +133,21 @@ def test_a_failed_attempt_leaves_what_it_saw(config: SchedulerConfig, monkeypatc
     assert [key for key, same in compared if not same] == []
 
 
-def test_a_gang_let_hold_room_holds_it_again_after_a_kept_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gang past its bound fails alike while nothing it reads changes; its kept attempt is
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [(BUSY_USERS, SHORTEST_HISTORY), (with_estimates(BUSY, "exact"), SLA_GANGS)],
+    ids=["large-gangs-history", "sla with runtime estimates"],
+)
+def test_a_gang_let_hold_room_holds_it_again_after_a_kept_attempt(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gang past its bound fails alike while nothing it reads changes; its kept attempt is
     followed by the same hold a new one makes: the same decisions and the same room held for
-    operators, cycle by cycle. (With ``sla``, several gangs hold room on one node, and which of
-    them the operators' view credits with it can differ between a kept attempt and a new one, as
-    before this test; the decisions are the same: ``test_kept_attempts_decide_as_new_ones``.)"""
-    config = SHORTEST_HISTORY
+    operators, cycle by cycle. With ``sla`` several gangs hold room on one node: a job lent
+    theirs that changes nothing leaves each holding what it held (as a kept attempt, which
+    lends nothing, does)."""
     events = io.BytesIO()
-    run_closed_loop(BUSY_USERS, BUSY_USERS.nodes, config, events, io.BytesIO())
+    run_closed_loop(trace, trace.nodes, config, events, io.BytesIO())
     lines = events.getvalue().decode().splitlines()
     holders: list[object] = []  # the gangs let hold room whose attempt was kept
     repeat = retry.repeat
