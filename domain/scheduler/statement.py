@@ -111,8 +111,8 @@ class Statement:
         """After ``give_back``: each Hold takes again what its node has free of its request, in the
         same order. On a node whose free room is what the give back left, each takes what it took,
         at once: the give back is undone, whatever other statements' Holds took there since this
-        one's (statements lent together give back last first and hold again first first, so each
-        finds the room its own give back left)."""
+        one's (statements lent together give back in reverse order and hold again in order, so
+        each finds the room its own give back left)."""
         nodes = self.session.snapshot.nodes
         again: set[str] = set()  # the nodes whose free room changed: their Holds take afresh
         for node, total in self.held_totals().items():
