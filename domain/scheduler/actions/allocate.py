@@ -111,16 +111,16 @@ def _allocate(
         seen = session.seen
         seen.room[job.key] = {node.name: dict(node.idle) for node in session.snapshot.node_list()}
         seen.held_from[job.key] = [held_room.room_of(h) for h in holds if h.job is not job and h not in lent]
-    verdicts = len(session.found.verdicts.get(job.key, []))
-    fits = dict(session.found.fits.get(job.key, {}))
-    # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
-    held = Statement(session)
-    for task in job.pipelined():
-        held.unpipeline(task)
     again = False
     if repeated:  # its last attempt's findings given again: it holds room as after that attempt
         _hold(session, job, holds)
     else:
+        verdicts = len(session.found.verdicts.get(job.key, []))
+        fits = dict(session.found.fits.get(job.key, {}))
+        # Pipelined members give their room back first; undone below unless the gang is placed or gives up.
+        held = Statement(session)
+        for task in job.pipelined():
+            held.unpipeline(task)
         again = _place(session, job, held, failed, holds, covered=keep)
         if keep:
             retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw

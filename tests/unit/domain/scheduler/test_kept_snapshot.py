@@ -15,7 +15,7 @@ import pytest
 
 from domain.cache import ClusterCache
 from domain.engine import Engine
-from domain.events import InvalidEvent, parse_event
+from domain.events import InvalidEvent, ScheduleMarker, parse_event
 from domain.scheduler import runtimes, snapshot
 from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
@@ -74,8 +74,9 @@ def test_kept_snapshot_is_built_snapshot_in_a_synthetic_stream() -> None:
     assert _check(lines, SchedulerConfig()) > 100
 
 
-def _decisions(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> list[object]:
-    """Every decision of the stream; with ``fresh``, each cycle starts without the memos."""
+def _decisions(lines: list[str], config: SchedulerConfig, *, fresh: bool, held: bool = False) -> list[object]:
+    """Every decision of the stream; with ``fresh``, each cycle starts without the memos; with
+    ``held``, each marker's decisions are followed by the room held in its cycle."""
     engine = Engine(config, on_markers=lambda _: True)
     out: list[object] = []
     for line in lines:
@@ -86,6 +87,8 @@ def _decisions(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> lis
         if fresh:
             engine.caches.pop(event.cluster, None)
         out.extend((d.kind, d.target, d.reason, d.fields) for d in engine.handle(event).decisions)
+        if held and isinstance(event, ScheduleMarker):
+            out.append(engine.state(event.cluster).held)
     return out
 
 

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from domain.engine import Engine
-from domain.events import ScheduleMarker, parse_event
 from domain.scheduler import retry
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import SchedulerConfig, from_mapping
@@ -159,20 +157,6 @@ def test_a_gang_let_hold_room_holds_it_again_after_a_kept_attempt(
         return kept
 
     monkeypatch.setattr(retry, "repeat", spied)
-    kept = _held(lines, config, fresh=False)
+    kept = _decisions(lines, config, fresh=False, held=True)
     assert len(holders) > 5
-    assert kept == _held(lines, config, fresh=True)
-
-
-def _held(lines: list[str], config: SchedulerConfig, *, fresh: bool) -> list[object]:
-    """``_decisions`` of the stream, each marker's followed by the room held in its cycle."""
-    engine = Engine(config, on_markers=lambda _: True)
-    out: list[object] = []
-    for line in lines:
-        event = parse_event(line)
-        if fresh:
-            engine.caches.pop(event.cluster, None)
-        out.extend((d.kind, d.target, d.reason, d.fields) for d in engine.handle(event).decisions)
-        if isinstance(event, ScheduleMarker):
-            out.append(engine.state(event.cluster).held)
-    return out
+    assert kept == _decisions(lines, config, fresh=True, held=True)
