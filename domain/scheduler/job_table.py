@@ -55,7 +55,7 @@ class JobTable:
     unsettled: set[ObjectKey] = field(default_factory=set)  # PodGroups whose status close must look at
     rejected: set[ObjectKey] = field(default_factory=set)  # PodGroups with a Reject in force
     queued: dict[str, set[ObjectKey]] = field(default_factory=dict)  # queue -> its jobs
-    renewals: int = 0  # how many times ``renew`` took it (``parked.Pool`` misses no renewal's changes)
+    renewals: int = 0  # how many times ``renew`` took it (``parked_pool.Pool`` misses no renewal's changes)
     # The jobs the last renewal built again, put back or gave a changed PodGroup: the only ones
     # whose tasks, PodGroup or phase may differ from the renewal before
     changed: set[ObjectKey] = field(default_factory=set)

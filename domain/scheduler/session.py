@@ -73,8 +73,7 @@ class Seen:
 
 class Session:
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
-        self.snapshot = snapshot
-        self.config = config
+        self.snapshot, self.config = snapshot, config
         self.found = Findings()
         self.tier = 0  # the tier of the plugin whose on_open is running
         self.switches: Mapping[str, object] = {}  # that plugin's options: its Enabled* switches
@@ -200,8 +199,7 @@ class Session:
 
     def job_pipelined(self, job: JobInfo) -> bool:
         """VOTE: any Reject refuses, a tier with a Permit allows; with no Permit at all, no (upstream
-        allows then, but its gang plugin rejects every job short of its minimum, which is the
-        case that asks here)."""
+        allows, but its gang plugin rejects every job short of its minimum: the case that asks)."""
         permitted_tier: int | None = None
         for hook in self._job_pipelined:
             if permitted_tier is not None and hook.tier > permitted_tier:
@@ -222,8 +220,7 @@ class Session:
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[str]:
         for hook in self._predicate:
-            failures = hook.fn(task, node)
-            if failures:
+            if failures := hook.fn(task, node):
                 return failures
         return []
 
@@ -275,15 +272,18 @@ class JobQueues:
             raise StopIteration
         waiting = self._waiting
         name = next(iter(waiting)) if len(waiting) == 1 else min(waiting, key=self._session.queue_key_of)
-        heap = self._waiting[name]
-        _, job = heapq.heappop(heap)
+        _, job = heapq.heappop(heap := waiting[name])
         if not heap:
             del self._waiting[name]
         return job
 
-    def push(self, job: JobInfo) -> None:
-        """Put ``job`` back, in the place its order key gives it now."""
-        heapq.heappush(self._waiting.setdefault(job.queue, []), (self._session.job_key(job), job))
+    def push(self, job: JobInfo, key: tuple[Key, float, str] | None = None) -> None:
+        """Put ``job`` in (back), in the place its order key (``key``, when known) gives it now."""
+        heapq.heappush(self._waiting.setdefault(job.queue, []), (key or self._session.job_key(job), job))
+
+    def head(self) -> tuple[str, tuple[Key, float, str]] | None:
+        """The queue and order key of the next job when all the jobs waiting are in one queue."""
+        return (name := next(iter(self._waiting)), self._waiting[name][0][0]) if len(self._waiting) == 1 else None
 
 
 def _joined(hooks: Sequence[Hook[Callable[[T], Key]]], item: T) -> Key:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
-from domain.scheduler import held_room, parked, placement, retry, shortfall, sub_placement
+from domain.scheduler import held_room, parked, parked_pool, placement, retry, shortfall, sub_placement
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.scheduler.statement import Statement
@@ -39,7 +39,7 @@ def execute(session: Session) -> None:
     #    allocate admits Pending jobs itself, as Volcano does.
     admit_pending = "enqueue" not in session.config.actions
     held = {t.job for t in session.snapshot.pipelined}
-    pool = parked.Pool.of(session)  # gangs that would be parked at their turn are left out at once
+    pool = parked_pool.Pool.of(session)  # gangs that would be parked at their turn are left out at once
     jobs = session.snapshot.jobs
     waiting: list[JobInfo] = []
     for key in session.snapshot.waiting_keys() if pool is None else pool.awake():
@@ -58,6 +58,7 @@ def execute(session: Session) -> None:
         waiting.append(job)
     # 2. Take the next queue (queue order, recomputed as shares change) and its next job.
     order = session.in_queue_order(waiting)
+    later = [] if pool is None else pool.behind(order)  # gangs asked once the first job's attempt is over
     failed: dict[ObjectKey, set[ObjectKey]] = {}  # job -> its tasks that found no node this session
     holds: list[held_room.Held] = []  # room held by waiting gangs, in the order taken
     for job in order:
@@ -74,6 +75,10 @@ def execute(session: Session) -> None:
         held_room.take(holds)  # the room held so far, before the job reads the nodes
         if _allocate(session, job, failed.setdefault(job.key, set()), holds, pool):
             order.push(job)
+        if later and pool is not None:  # they come after it: the room it holds is taken before their turn
+            held_room.take(holds)
+            pool.ask(later, holds, order)
+            later = []
     session.found.holding = [held_room.room_of(held) for held in holds]  # for operators (``HeldRooms``)
     if _nodes_read_later(session):
         held_room.take(holds)
@@ -90,7 +95,7 @@ def _nodes_read_later(session: Session) -> bool:
 
 
 def _allocate(
-    session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held], pool: parked.Pool | None
+    session: Session, job: JobInfo, failed: set[ObjectKey], holds: list[held_room.Held], pool: parked_pool.Pool | None
 ) -> bool:
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).

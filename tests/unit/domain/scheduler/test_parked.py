@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.scheduler import held_room, parked, volcano_cycle
+from domain.scheduler import held_room, parked, parked_pool, volcano_cycle
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
@@ -129,10 +129,10 @@ def _checked_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     fresh pool would park; the number of such gangs per session, in the list returned, and -1
     for a session where one is not (the engine turns what a cycle raises into a reject, so the
     tests assert on the list after the run)."""
-    of = parked.Pool.__dict__["of"].__func__
+    of = parked_pool.Pool.__dict__["of"].__func__
     kept: list[int] = []
 
-    def checked(cls: type[parked.Pool], session: Any) -> parked.Pool | None:
+    def checked(cls: type[parked_pool.Pool], session: Any) -> parked_pool.Pool | None:
         pool = of(cls, session)
         if pool is not None:
             snapshot = session.snapshot
@@ -141,12 +141,12 @@ def _checked_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             kept.append(len(pool.parked) if same else -1)
         return pool
 
-    monkeypatch.setattr(parked.Pool, "of", classmethod(checked))
+    monkeypatch.setattr(parked_pool.Pool, "of", classmethod(checked))
     return kept
 
 
 def _no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parked.Pool, "of", classmethod(lambda cls, session: None))
+    monkeypatch.setattr(parked_pool.Pool, "of", classmethod(lambda cls, session: None))
 
 
 @_POLICIES
@@ -260,7 +260,7 @@ def test_explain_still_sees_what_an_attempt_would(monkeypatch: pytest.MonkeyPatc
     around it, is tried and its room recorded."""
     lines, _ = _run(BUSY, KEEP)
     engine = Engine(KEEP, on_markers=lambda _: True)
-    answers = spies.answers(monkeypatch, parked.Pool, "parks")
+    answers = spies.answers(monkeypatch, parked_pool.Pool, "parks")
     watched = 0
     for index, line in enumerate(lines):
         engine.handle(parse_event(line))
@@ -277,3 +277,22 @@ def test_explain_still_sees_what_an_attempt_would(monkeypatch: pytest.MonkeyPatc
         assert waiting <= seen.room.keys()
         watched += len(waiting)
     assert watched > 20
+
+
+def test_gangs_woken_by_free_room_that_held_room_leaves_short_stay_parked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parked gang whose copies fit the nodes' free room again, but not once the first job
+    tried (the reservation's target) holds its room, is asked after that job's attempt and stays
+    parked, out of the order: every decision is the same as with each gang asked at its turn."""
+    real = parked_pool.Pool.ask
+    kept: list[int] = []  # per session that asked, the gangs left parked
+
+    def counted(pool: parked_pool.Pool, later: parked_pool.Later, holds: list[held_room.Held], order: Any) -> None:
+        before = len(pool.parked)
+        real(pool, later, holds, order)
+        kept.append(len(pool.parked) - before)
+
+    monkeypatch.setattr(parked_pool.Pool, "ask", counted)
+    with_pool = _run(BUSY_USERS, _keep(SHORTEST_HISTORY))[1]
+    assert sum(kept) > 100
+    _no_pool(monkeypatch)
+    assert _run(BUSY_USERS, _keep(SHORTEST_HISTORY))[1] == with_pool
