@@ -29,25 +29,22 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from domain import quantity
-from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
 from domain.recorded import HeldRoom
 from domain.scheduler import held_plans, node_offers, runtimes
-from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_offers import Facts, Untouched
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.predicates import node_failures, room_fits
 from domain.scheduler.runtimes import Ends
-from domain.scheduler.session import Key, Session
+from domain.scheduler.session import Session
 from domain.scheduler.statement import Statement
 
-PIPELINABLE = "pipelinable"  # (session, the jobs its plugins may let hold room, or None: any)
 _UNSEEN = (math.nan, math.nan)  # a node whose offer this hold has not looked up yet (an offer may be None)
 
 
@@ -291,29 +288,3 @@ def hold_again(lent: list[Held]) -> None:
     the attempt left as they were, what it held before: ``Statement.hold_again``)."""
     for held in lent:
         held.statement.hold_again()
-
-
-def register(
-    session: Session,
-    plugin: str,
-    order: Callable[[JobInfo], Key],
-    permit: Callable[[JobInfo], Vote],
-    only: Collection[ObjectKey] | None = None,
-) -> None:
-    """A waiting-bound plugin's callbacks: its job order, and ``permit`` (Permit for a job past
-    its bound, else Abstain) at both JobEnqueueable (enqueued at once) and JobPipelined (holds
-    room); ``only``: the jobs ``permit`` may permit in this session, when the plugin knows them
-    (``pipelinable``)."""
-    session.add_job_order(plugin, order)
-    session.add_job_enqueueable(plugin, lambda job: (permit(job), None))
-    session.add_job_pipelined(plugin, permit)
-    known = session.kept.get(PIPELINABLE)
-    before = known[1] if isinstance(known, tuple) and known[0] is session else frozenset()
-    session.kept[PIPELINABLE] = (session, None if only is None or before is None else before | set(only))
-
-
-def pipelinable(session: Session) -> frozenset[ObjectKey] | None:
-    """The only jobs this session's waiting-bound plugins may let hold room (JobPipelined), when
-    each of them said which; None when any job may be."""
-    known = session.kept.get(PIPELINABLE)
-    return known[1] if isinstance(known, tuple) and known[0] is session else None

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.status import PodGroupStatusView
 from domain.objects.meta import ObjectKey
-from domain.scheduler import held_room, shortfall
+from domain.scheduler import held_room, pipelining, shortfall
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.parked import active, members_needed, short_when_lent, status_of
@@ -150,7 +150,7 @@ class Pool:
         session = self.session
         if ExtensionPoint.JOB_PIPELINED in session.points:
             jobs, parked = session.snapshot.jobs, self.parked
-            known = held_room.pipelinable(session)  # the only ones that may be, when the plugins say
+            known = pipelining.pipelinable(session)  # the only ones that may be, when the plugins say
             keys = parked.keys() if known is None else [key for key in known if key in parked]
             self._wake([key for key in keys if (job := jobs.get(key)) is None or session.job_pipelined(job)])
 

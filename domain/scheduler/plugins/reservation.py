@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
-from domain.scheduler import held_room, runtimes
+from domain.scheduler import pipelining, runtimes
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugin_args import arguments_of, switch
@@ -151,6 +151,6 @@ def build(options: Mapping[str, object]) -> Plugin:
         def pipelined(job: JobInfo) -> Vote:
             return Vote.PERMIT if job.key == chosen else Vote.ABSTAIN
 
-        held_room.register(session, NAME, order, pipelined, only=() if chosen is None else (chosen,))
+        pipelining.register(session, NAME, order, pipelined, only=() if chosen is None else (chosen,))
 
     return Plugin(NAME, on_open)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from domain.durations import positive_seconds
-from domain.scheduler import held_room
+from domain.scheduler import pipelining
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugin_args import arguments_of
@@ -45,6 +45,6 @@ def build(options: Mapping[str, object]) -> Plugin:
             wait = waiting_time(job, default)
             return Vote.PERMIT if wait is not None and now - job.created >= wait else Vote.ABSTAIN
 
-        held_room.register(session, NAME, order, past)
+        pipelining.register(session, NAME, order, past)
 
     return Plugin(NAME, on_open)
