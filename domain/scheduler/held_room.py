@@ -20,7 +20,7 @@ placements it leaves to the other jobs.
 EASY's rules, when the estimates give the hold a *shadow time* (when its last node frees up for
 it): the members are placed again on the nodes that free up *last* by then, so those that free
 up sooner stay free for any job (EASY's extra nodes); and a later job whose own estimate ends
-by the shadow time may use the held room (it is lent, then held again): when the runtimes are
+by the shadow time may use the held room (``lending``: lent, then held again): when the runtimes are
 estimates that end a job (a batch system's requested time) it cannot delay the gang; when they
 are predictions (``runtimes``) it may, if the prediction was short, as under EASY++.
 """
@@ -243,48 +243,3 @@ def room_of(held: Held) -> HeldRoom:
     if plan.would_hold is None:
         plan.would_hold = tuple(held.statement.would_hold(held.places))
     return HeldRoom(held.job.key, plan.would_hold, held.shadow)
-
-
-def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
-    """The holds ``job`` cannot delay, whose room it may use: its own estimate ends by the
-    hold's shadow time."""
-    lent: list[Held] = []
-    end = math.inf  # the job's, asked only when a hold of another job has a shadow time
-    for held in holds:  # most cycles hold nothing, most others one gang
-        if held.job is job or held.shadow == math.inf:
-            continue
-        if end == math.inf:
-            runs = runtimes.runtime(session.snapshot, job)
-            if runs is None:
-                return []
-            end = session.snapshot.now + runs
-        if end <= held.shadow:
-            lent.append(held)
-    return lent
-
-
-def lent_room(lent: list[Held]) -> dict[str, ResourceList]:
-    """Per node, what the holds of ``lent`` keep there: the room lending them gives back. For
-    one hold (most often), the same dict for every job lent it while its room is the same
-    (never change it)."""
-    if len(lent) == 1:
-        return lent[0].statement.held_totals()
-    room: dict[str, ResourceList] = {}
-    for held in lent:
-        for node, taken in held.statement.held_totals().items():
-            quantity.add(room.setdefault(node, {}), taken)
-    return room
-
-
-def lend(lent: list[Held]) -> None:
-    """Give back the room of the holds of ``lent`` (from ``lendable``) for one job's attempt,
-    to be held again after it (``hold_again``)."""
-    for held in reversed(lent):
-        held.statement.give_back()
-
-
-def hold_again(lent: list[Held]) -> None:
-    """Each lent hold takes again what its nodes have free of its tasks' requests (on the nodes
-    the attempt left as they were, what it held before: ``Statement.hold_again``)."""
-    for held in lent:
-        held.statement.hold_again()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from domain.lifecycle.status import PodGroupStatusView
 from domain.reasons import Reason
-from domain.scheduler import held_room, shortfall
+from domain.scheduler import held_room, lending, shortfall
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.session import Session
 
@@ -57,15 +57,15 @@ def short_when_lent(
     fewer than need copies fit with the holds ``lent`` given back: at once when too few would
     fit even if each lent node held all the copies its free room and the lent room do, else
     asked with the room lent (once for all of them)."""
-    nodes, more = session.snapshot.node_list(), held_room.lent_room(lent)
+    nodes, more = session.snapshot.node_list(), lending.lent_room(lent)
     answers = {group: True for group, ts in asked.items() if shortfall.too_few(session, ts, nodes, group[1], more)}
     if len(answers) < len(asked):
-        held_room.lend(lent)
+        lending.lend(lent)
         try:
             for group, asking in asked.items():
                 answers.setdefault(group, shortfall.too_few(session, asking, nodes, group[1]))
         finally:
-            held_room.hold_again(lent)
+            lending.hold_again(lent)
     return answers
 
 

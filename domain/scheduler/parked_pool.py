@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.lifecycle.status import PodGroupStatusView
 from domain.objects.meta import ObjectKey
-from domain.scheduler import held_room, pipelining, shortfall
+from domain.scheduler import held_room, lending, pipelining, shortfall
 from domain.scheduler.extension_points import ExtensionPoint
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.parked import active, members_needed, short_when_lent, status_of
@@ -204,7 +204,7 @@ class Pool:
             group = self.later[job.key][1:]
             if (alone := short.get(group)) is None:
                 alone = short[group] = shortfall.too_few(session, job.tally().asking, nodes, group[1])
-            if alone and (lent := held_room.lendable(session, job, holds)):  # room lent can only add copies
+            if alone and (lent := lending.lendable(session, job, holds)):  # room lent can only add copies
                 lent_to.setdefault(tuple(lent), []).append((key, job))
             answers[job.key] = alone
         for lent, jobs in lent_to.items():

@@ -14,7 +14,7 @@ the same free room, it gets those findings again instead of a new attempt: same 
 statuses, same decisions. Only a plain attempt is kept: no network topology, no sub-gangs, no
 pipelined members, predicates and scores that look at the task and the node alone, and a queue
 that can take the whole job's pending requests. Held room lent to the job
-(``held_room.lendable``) is part of the free room its attempt sees and is kept with. A gang that
+(``lending.lendable``) is part of the free room its attempt sees and is kept with. A gang that
 plugins let hold room (JobPipelined) holds it after a kept attempt as after a new one: the hold
 reads the nodes as the failed attempt left them, which is as it found them.
 """

@@ -93,7 +93,7 @@ def too_few(
     ``more`` (per node, room that could be added to its free room), also counted: the copies
     each such node's free room and that room together hold, its other checks not asked (at
     least as many as it would hold). Those are counted once per ``more`` (the same dict while
-    the lent room is the same: ``held_room.lent_room``) while no node changes."""
+    the lent room is the same: ``lending.lent_room``) while no node changes."""
     if not tasks or need <= 0:
         return False
     room = _room(session, tasks[0], nodes, make=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.meta import ObjectKey
 from domain.reasons import Reason, Verdict
-from domain.scheduler import held_room, parked, parked_pool, placement, retry, shortfall, sub_placement
+from domain.scheduler import held_room, lending, parked, parked_pool, placement, retry, shortfall, sub_placement
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.scheduler.statement import Statement
@@ -99,7 +99,7 @@ def _allocate(
 ) -> bool:
     """Place ``job``; whether it was made ready with tasks of it still to try (it goes back)."""
     # Held room that the job's runtime estimate says it cannot delay is lent to it (EASY's rule).
-    lent = held_room.lendable(session, job, holds)
+    lent = lending.lendable(session, job, holds)
     if parked.parked(session, job, lent):  # it has said why, and still too few copies fit
         if pool is not None:
             pool.park(job)  # and is left out of the next sessions until something wakes it
@@ -108,10 +108,10 @@ def _allocate(
     # (and holds room again, when it may); room lent to it is part of the room it sees (and is
     # lent only for an attempt).
     keep = retry.can_keep(session, job)
-    repeated = keep and retry.tried(session, job) and retry.repeat(session, job, held_room.lent_room(lent))
+    repeated = keep and retry.tried(session, job) and retry.repeat(session, job, lending.lent_room(lent))
     if repeated and not session.job_pipelined(job):
         return False
-    held_room.lend(lent)
+    lending.lend(lent)
     if session.seen is not None and job.key in session.seen.watch:  # a dry run: what the job saw
         seen = session.seen
         seen.room[job.key] = {node.name: dict(node.idle) for node in session.snapshot.node_list()}
@@ -131,7 +131,7 @@ def _allocate(
             retry.remember(session, job, verdicts, fits)  # before the room lent to it is held again: what it saw
     if lent:  # a hold it made, planned with the lent room given back, takes its room before they do
         held_room.take(holds)
-    held_room.hold_again(lent)
+    lending.hold_again(lent)
     return again
 
 

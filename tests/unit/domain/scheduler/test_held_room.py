@@ -21,7 +21,7 @@ from domain.lifecycle.pod_group import PodGroupPhase
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey, ObjectMeta
 from domain.objects.volcano import PodGroup
-from domain.scheduler import held_room, node_offers, registry, retry, runtimes
+from domain.scheduler import held_room, lending, node_offers, registry, retry, runtimes
 from domain.scheduler.actions import allocate
 from domain.scheduler.config import DEFAULT_TIERS, SchedulerConfig, from_mapping
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
@@ -518,7 +518,7 @@ def test_lent_room_is_what_the_holds_keep_now(
     checks: list[bool] = []
     rooms: dict[int, list[dict[str, Any]]] = {}  # a hold -> the rooms lent of it, in turn
     alive: list[held_room.Held] = []  # kept, so no two holds share an id
-    real = held_room.lent_room
+    real = lending.lent_room
 
     def checked(lent: list[held_room.Held]) -> dict[str, Any]:
         room = real(lent)
@@ -531,7 +531,7 @@ def test_lent_room_is_what_the_holds_keep_now(
         checks.append(room == now)
         return room
 
-    monkeypatch.setattr(held_room, "lent_room", checked)
+    monkeypatch.setattr(lending, "lent_room", checked)
     _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
     assert checks and all(checks)
     if config is LARGE_GANGS_HISTORY:  # a hold whose room changed while it was lent
@@ -592,7 +592,7 @@ def test_what_is_kept_is_the_room_the_attempt_saw(
 
     monkeypatch.setattr(allocate, "_place", placed)
     monkeypatch.setattr(retry, "remember", remembered)
-    lent = spies.answers(monkeypatch, held_room, "lendable")
+    lent = spies.answers(monkeypatch, lending, "lendable")
     _decisions(events.getvalue().decode().splitlines(), config, fresh=False)
     assert kept
     assert [key for key, same in kept if not same] == []

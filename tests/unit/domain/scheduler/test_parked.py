@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.scheduler import held_room, parked, parked_pool, volcano_cycle
+from domain.scheduler import held_room, lending, parked, parked_pool, volcano_cycle
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
@@ -179,9 +179,9 @@ def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pyte
         answer = real(session, job, lent)
         if lent:
             again = [held.statement.held_totals() for held in lent] == before
-            held_room.lend(lent)
+            lending.lend(lent)
             asked = real(session, job)
-            held_room.hold_again(lent)
+            lending.hold_again(lent)
             calls.append((answer, again, answer == asked))
         return answer
 
