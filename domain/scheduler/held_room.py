@@ -106,7 +106,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     The room is taken only when something after it reads the nodes' free room (``take``)."""
     snapshot = session.snapshot
     short = job.min_member - job.placed()
-    tasks = sorted((t for t in job.pending() if not t.best_effort), key=session.task_key)[: max(short, 0)]
+    tasks = job.asking_in_order(session.config, session.task_key)[: max(short, 0)]
     ends = runtimes.ends(snapshot, session.kept)
     known = held_plans.again(session, job, tasks, ends)
     if known is None:

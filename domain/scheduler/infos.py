@@ -6,8 +6,10 @@ only a ``Statement`` changes them, and it undoes what it changed on discard.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from domain import quantity
 from domain.lifecycle.pod_group import PodGroupPhase
@@ -178,6 +180,14 @@ class JobInfo:
     def pending(self) -> list[TaskInfo]:
         """Its pending tasks, in task order (never change the list)."""
         return self.tally().pending
+
+    def asking_in_order(self, config: object, key: Callable[[TaskInfo], Any]) -> list[TaskInfo]:
+        """Its pending tasks that ask for room, in ``config``'s task order (``key``: a task's own,
+        its priority and name), sorted once per stamp and configuration (never change the list)."""
+        tally = self.tally()
+        if tally.ordered is None or tally.ordered[0] is not config:
+            tally.ordered = (config, sorted(tally.asking, key=key))
+        return tally.ordered[1]
 
     def placed(self) -> int:
         return self.tally().placed

@@ -127,12 +127,9 @@ def _in_task_order(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> lis
     """``tasks`` (some of the job's asking ones, in job order) in the session's task order:
     all of them are sorted once per stamp of the job and configuration (a task's key is its
     own: its priority and name)."""
-    tally = job.tally()
-    if len(tasks) != len(tally.asking):
+    if len(tasks) != len(job.tally().asking):
         return sorted(tasks, key=session.task_key)
-    if tally.ordered is None or tally.ordered[0] is not session.config:
-        tally.ordered = (session.config, sorted(tally.asking, key=session.task_key))
-    return tally.ordered[1]
+    return job.asking_in_order(session.config, session.task_key)
 
 
 @dataclass(slots=True, eq=False)
