@@ -99,11 +99,17 @@ def first(
     it is read from is the same (``Offer``), for the later members and gangs of its likeness."""
     known = offers.get(index)
     own = ends.get(node.name, [])
-    if known is not None and known.node is node.node and known.allocatable == node.allocatable:
+    # The allocatable and the ends lists are mostly the very ones read before (shared, never changed).
+    allocatable = node.allocatable
+    if (
+        known is not None
+        and known.node is node.node
+        and (known.allocatable is allocatable or known.allocatable == allocatable)
+    ):
         if known.idle is None:
             return None
         # A candidate's facts are never None (the check narrows the type).
-        if known.idle == node.idle and known.ends == own and known.facts is not None:
+        if known.idle == node.idle and (known.ends is own or known.ends == own) and known.facts is not None:
             return (now, known.facts[1]) if known.ready else known.facts
     offer = facts(node)
     idle = None if offer is None else dict(node.idle)
