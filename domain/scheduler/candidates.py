@@ -148,7 +148,7 @@ class Candidates:
         if ranking.copies is not None:
             ranking.total -= ranking.copies.pop(node.name, 0)
             if not failures:
-                ranking.total += ranking.copies.setdefault(node.name, _copies(ranking.task, node))
+                ranking.total += ranking.copies.setdefault(node.name, copies_of(ranking.task, node))
         if failures:
             ranking.feasible.discard(node.name)
             if failures != before:  # most changes of room leave a node that did not fit as it was
@@ -215,7 +215,7 @@ class Candidates:
             return None
         ranking = self._ranking(key, task, nodes)
         if ranking.copies is None:
-            ranking.copies = {name: _copies(task, ranking.nodes[name]) for name in ranking.feasible}
+            ranking.copies = {name: copies_of(task, ranking.nodes[name]) for name in ranking.feasible}
             ranking.total = sum(ranking.copies.values())
         return ranking
 
@@ -283,7 +283,7 @@ class Candidates:
         return best, FitSummary(len(nodes), _counted(reasons) if best is None else None)
 
 
-def _copies(task: TaskInfo, node: NodeInfo) -> int:
+def copies_of(task: TaskInfo, node: NodeInfo) -> int:
     """How many copies of ``task``'s request (what it asks of, at least one thing) ``node``'s free room holds."""
     idle = node.idle
     return min(idle.get(name, 0) // amount for name, amount in task.request.items() if amount > 0)

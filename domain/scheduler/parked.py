@@ -36,37 +36,24 @@ _WAITS_FOR_ROOM = ("Unschedulable", "True", Reason.NOT_ENOUGH_RESOURCES.value)
 
 def parked(session: Session, job: JobInfo, lent: list[held_room.Held] | None = None) -> bool:
     """Whether allocate passes ``job`` over at its turn (see the module's docstring), the held
-    room ``lent`` to it counted as free: at once when too few copies would fit even if each
-    lent node held all the copies its free room and the lent room do (``shortfall.too_few``),
-    else asked with the room lent."""
+    room ``lent`` to it counted as free (``short_when_lent``)."""
     if not active(session):
         return False
     needed = members_needed(session, job, status_of(session, job))
     if not needed or session.job_pipelined(job):
         return False
-    asking = job.tally().asking
-    if not lent:
-        return shortfall.too_few(session, asking, session.snapshot.node_list(), needed)
-    return short_when_lent(session, lent, {(None, needed): asking})[None, needed]
+    more = lending.lent_room(lent) if lent else None
+    return shortfall.too_few(session, job.tally().asking, session.snapshot.node_list(), needed, more)
 
 
 def short_when_lent(
     session: Session, lent: list[held_room.Held], asked: dict[tuple[object, int], list[TaskInfo]]
 ) -> dict[tuple[object, int], bool]:
     """For each (shape, need) of ``asked``, with a gang's asking tasks of that shape, whether
-    fewer than need copies fit with the holds ``lent`` given back: at once when too few would
-    fit even if each lent node held all the copies its free room and the lent room do, else
-    asked with the room lent (once for all of them)."""
+    fewer than need copies fit with the room of the holds ``lent`` given back (counted as if
+    it were, ``shortfall.too_few``: the holds keep their room)."""
     nodes, more = session.snapshot.node_list(), lending.lent_room(lent)
-    answers = {group: True for group, ts in asked.items() if shortfall.too_few(session, ts, nodes, group[1], more)}
-    if len(answers) < len(asked):
-        lending.lend(lent)
-        try:
-            for group, asking in asked.items():
-                answers.setdefault(group, shortfall.too_few(session, asking, nodes, group[1]))
-        finally:
-            lending.hold_again(lent)
-    return answers
+    return {group: shortfall.too_few(session, tasks, nodes, group[1], more) for group, tasks in asked.items()}
 
 
 def active(session: Session) -> bool:

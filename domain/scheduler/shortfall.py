@@ -26,10 +26,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from domain import quantity
 from domain.quantity import ResourceList
 from domain.reasons import FitSummary, Verdict
 from domain.scheduler import placement
-from domain.scheduler.candidates import Candidates, Ranking
+from domain.scheduler.candidates import Candidates, Ranking, copies_of
 from domain.scheduler.infos import JobInfo, TaskInfo, TaskStatus
 from domain.scheduler.node_table import NodeInfo
 from domain.scheduler.session import Session
@@ -90,9 +91,9 @@ def too_few(
     """Whether ``nodes`` hold fewer than ``need`` copies of the shape of ``tasks`` (alike, of a
     job whose predicates are node-local), so that no attempt can place enough of them. The
     shape's node ranking is made if it has none (a fresh cache answers as a kept one). With
-    ``more`` (per node, room that could be added to its free room), also counted: the copies
-    each such node's free room and that room together hold, its other checks not asked (at
-    least as many as it would hold). Those are counted once per ``more`` (the same dict while
+    ``more`` (per node, room given back to its free room: held room lent), each such node is
+    asked again as a node with that free room (its checks, then its copies), the others count
+    as they stand, without changing any node; counted once per ``more`` (the same dict while
     the lent room is the same: ``lending.lent_room``) while no node changes."""
     if not tasks or need <= 0:
         return False
@@ -100,19 +101,22 @@ def too_few(
     if room is None or not more:
         return room is not None and room.total < need
     if room.more is None or room.more[0] is not more:
-        room.more = (more, _more_copies(session, tasks[0].request, more))
-    return room.total + room.more[1] < need
+        room.more = (more, _given_copies(session, tasks[0], room, more))
+    return room.more[1] < need
 
 
-def _more_copies(session: Session, request: ResourceList, more: Mapping[str, ResourceList]) -> int:
-    """The copies of ``request`` each node of ``more`` holds in its free room and its room there
-    together, summed."""
-    by_name = session.snapshot.nodes
-    fit = 0
-    for name, room in more.items():
-        idle = by_name[name].idle
-        fit += min((idle.get(r, 0) + room.get(r, 0)) // amount for r, amount in request.items() if amount > 0)
-    return fit
+def _given_copies(session: Session, task: TaskInfo, room: _Room, more: Mapping[str, ResourceList]) -> int:
+    """The copies of ``task``'s shape ``room``'s nodes hold once each node of ``more`` has its
+    room there added to its free room."""
+    by_name, counted = session.snapshot.nodes, room.ranking.copies or {}
+    total = room.total
+    for name, given in more.items():
+        node = by_name[name]
+        idle = dict(node.idle)
+        quantity.add(idle, given)
+        probe = NodeInfo(node.name, node.node, node.allocatable, idle, node.labels)
+        total += (0 if session.predicate(task, probe) else copies_of(task, probe)) - counted.get(name, 0)
+    return total
 
 
 def copies(session: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> int | None:

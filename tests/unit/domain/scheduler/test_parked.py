@@ -17,13 +17,21 @@ from hypothesis import strategies as st
 
 from domain.engine import Engine
 from domain.events import parse_event
-from domain.scheduler import held_room, lending, parked, parked_pool, volcano_cycle
+from domain.lifecycle.pod_group import PodGroupPhase
+from domain.objects.core import Node as CoreNode
+from domain.objects.meta import ObjectKey
+from domain.scheduler import held_room, lending, parked, parked_pool, shortfall, volcano_cycle
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
+from domain.scheduler.infos import JobInfo
+from domain.scheduler.node_table import NodeInfo
+from domain.scheduler.session import Session
+from domain.scheduler.snapshot import Snapshot
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace
+from tests import builders as b
 from tests import spies
 from tests.decided import at_marker_times
-from tests.unit.domain.scheduler.test_held_room import with_plugin
+from tests.unit.domain.scheduler.test_held_room import _task, with_plugin
 from tests.unit.domain.scheduler.test_kept_snapshot import _decisions
 from tests.unit.domain.scheduler.test_retry import BUSY, BUSY_USERS, LARGE_GANGS, SHORTEST_HISTORY, large_gangs
 
@@ -167,28 +175,45 @@ def test_the_pool_leaves_out_the_gangs_their_turn_would_pass_over(
 
 def test_a_gang_lent_held_room_that_still_cannot_fit_is_parked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Held room lent to a gang is room that was free: when too few of its copies fit even with
-    it, the gang is passed over at its turn like any other (and keeps its status), and the room
-    is held again at once. The answer is the one asked with the room lent, whether the copies
-    the lent room could add at most already settle it or not. (What each call found is kept
-    and asserted after the run: the engine turns what a cycle raises into a reject.)"""
-    real = parked.parked
-    calls: list[tuple[bool, bool, bool]] = []  # per gang lent room: parked, held again, as asked lent
+    it, the gang is passed over at its turn like any other (and keeps its status). The answer is
+    counted without lending (the holds keep their room), and it is the one asked with the room
+    really lent: at a gang's turn, and for the woken gangs the pool asks after the first job's
+    attempt, per shape and need. (What each call found is kept and asserted after the run: the
+    engine turns what a cycle raises into a reject.)"""
+    real, real_groups = parked.parked, parked_pool.short_when_lent
+    calls: list[tuple[bool, bool, bool]] = []  # per answer with room lent: parked, holds unchanged, as asked lent
+
+    def asked_lent(session: Any, lent: list[held_room.Held], asked: dict[tuple[object, int], Any]) -> dict[Any, bool]:
+        lending.lend(lent)
+        nodes = session.snapshot.node_list()
+        answers = {group: shortfall.too_few(session, tasks, nodes, group[1]) for group, tasks in asked.items()}
+        lending.hold_again(lent)
+        return answers
 
     def spy(session: Any, job: Any, lent: list[held_room.Held] | None = None) -> bool:
         before = [dict(held.statement.held_totals()) for held in lent or ()]
         answer = real(session, job, lent)
         if lent:
-            again = [held.statement.held_totals() for held in lent] == before
+            same = [held.statement.held_totals() for held in lent] == before
             lending.lend(lent)
             asked = real(session, job)
             lending.hold_again(lent)
-            calls.append((answer, again, answer == asked))
+            calls.append((answer, same, answer == asked))
         return answer
 
+    def groups_spy(session: Any, lent: list[held_room.Held], asked: dict[tuple[object, int], Any]) -> dict[Any, bool]:
+        before = [dict(held.statement.held_totals()) for held in lent]
+        answers = real_groups(session, lent, asked)
+        same = [held.statement.held_totals() for held in lent] == before
+        lent_answers = asked_lent(session, lent, asked)
+        calls.extend((answer, same, answer == lent_answers[group]) for group, answer in answers.items())
+        return answers
+
     monkeypatch.setattr(parked, "parked", spy)
+    monkeypatch.setattr(parked_pool, "short_when_lent", groups_spy)
     _run(BUSY_USERS, _keep(SHORTEST_HISTORY))
-    assert any(answer for answer, _, _ in calls)
-    assert all(again and same for _, again, same in calls)
+    assert any(answer for answer, _, _ in calls) and not all(answer for answer, _, _ in calls)
+    assert all(same and as_lent for _, same, as_lent in calls)
 
 
 # Plugins that let gangs hold room: the oldest past 10 s (reservation), every job past 10 s (sla).
@@ -296,3 +321,24 @@ def test_gangs_woken_by_free_room_that_held_room_leaves_short_stay_parked(monkey
     assert sum(kept) > 100
     _no_pool(monkeypatch)
     assert _run(BUSY_USERS, _keep(SHORTEST_HISTORY))[1] == with_pool
+
+
+def test_room_lent_is_counted_as_if_given_back() -> None:
+    """Node a (2 cpu) has 1 free and 1 held for a gang; node b (2 cpu) has none free and 2 held,
+    and a check of the node fails there whatever its room. With the held room lent, a 1-cpu
+    shape fits twice on a (its free cpu and the lent one: not its one copy now plus two more)
+    and never on b: 2 copies, too few for 3, enough for 2."""
+    nodes: dict[str, NodeInfo] = {}
+    for name, free in (("a", 1000), ("b", 0)):
+        node = b.typed(b.node(name, cpu="2", memory="8Gi"))
+        assert isinstance(node, CoreNode)
+        nodes[name] = NodeInfo(name, node, {"cpu": 2000, "pods": 110_000}, {"cpu": free, "pods": 109_000}, {})
+    task = _task("g-0", "1")
+    gang = JobInfo(ObjectKey("ns/g"), None, "default", 3, {}, None, 0.0, PodGroupPhase.INQUEUE, tasks=[task])
+    session = Session(Snapshot(nodes, {}, {gang.key: gang}, [], [], {}), SchedulerConfig())
+    session.add_predicate("test", lambda _, node: ["held back"] if node.name == "b" else [])
+    more = {"a": {"cpu": 1000}, "b": {"cpu": 2000}}
+    listed = list(nodes.values())
+    assert shortfall.too_few(session, [task], listed, 2)  # one copy now
+    assert shortfall.too_few(session, [task], listed, 3, more)
+    assert not shortfall.too_few(session, [task], listed, 2, more)

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from domain import quantity
 from domain.scheduler import shortfall
 from domain.scheduler.candidates import Candidates, Ranking
 from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.node_table import NodeInfo
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace, with_estimates
 from tests import spies
@@ -99,8 +101,9 @@ def test_a_rankings_kept_copies_are_those_counted_afresh(trace: Trace, monkeypat
 def test_copies_in_lent_room_kept_are_those_counted_afresh(
     trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``too_few`` with held room lent counts the copies that room adds once per lent room while
-    no node changes: each answer is the one a count over the lent nodes now gives."""
+    """``too_few`` with held room lent counts the copies as if that room were given back, once
+    per lent room while no node changes: each answer is the one a count over every node, each
+    asked with its free room and the room lent there, gives."""
     real = shortfall.too_few
     kept: list[bool] = []
 
@@ -110,11 +113,12 @@ def test_copies_in_lent_room_kept_are_those_counted_afresh(
         room = shortfall._room(session, tasks[0], nodes)
         kept.append(room is not None and room.more is not None and room.more[0] is more)
         answer = real(session, tasks, nodes, need, more)
-        fresh = shortfall.copies(session, tasks[0], nodes) or 0
-        for name, lent in more.items():
-            idle = session.snapshot.nodes[name].idle
-            request = [(r, a) for r, a in tasks[0].request.items() if a > 0]
-            fresh += min((idle.get(r, 0) + lent.get(r, 0)) // a for r, a in request)
+        fresh, request = 0, [(r, a) for r, a in tasks[0].request.items() if a > 0]
+        for node in nodes:
+            idle = dict(node.idle)
+            quantity.add(idle, more.get(node.name, {}))
+            if not session.predicate(tasks[0], NodeInfo(node.name, node.node, node.allocatable, idle, node.labels)):
+                fresh += min(idle.get(r, 0) // a for r, a in request)
         assert answer == (fresh < need)
         return answer
 
