@@ -28,7 +28,7 @@ from __future__ import annotations
 from domain.lifecycle.status import PodGroupStatusView
 from domain.reasons import Reason
 from domain.scheduler import held_room, lending, shortfall
-from domain.scheduler.infos import JobInfo, TaskInfo
+from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Session
 
 _WAITS_FOR_ROOM = ("Unschedulable", "True", Reason.NOT_ENOUGH_RESOURCES.value)
@@ -36,7 +36,7 @@ _WAITS_FOR_ROOM = ("Unschedulable", "True", Reason.NOT_ENOUGH_RESOURCES.value)
 
 def parked(session: Session, job: JobInfo, lent: list[held_room.Held] | None = None) -> bool:
     """Whether allocate passes ``job`` over at its turn (see the module's docstring), the held
-    room ``lent`` to it counted as free (``short_when_lent``)."""
+    room ``lent`` to it counted as free (as if given back: ``shortfall.too_few``)."""
     if not active(session):
         return False
     needed = members_needed(session, job, status_of(session, job))
@@ -44,16 +44,6 @@ def parked(session: Session, job: JobInfo, lent: list[held_room.Held] | None = N
         return False
     more = lending.lent_room(lent) if lent else None
     return shortfall.too_few(session, job.tally().asking, session.snapshot.node_list(), needed, more)
-
-
-def short_when_lent(
-    session: Session, lent: list[held_room.Held], asked: dict[tuple[object, int], list[TaskInfo]]
-) -> dict[tuple[object, int], bool]:
-    """For each (shape, need) of ``asked``, with a gang's asking tasks of that shape, whether
-    fewer than need copies fit with the room of the holds ``lent`` given back (counted as if
-    it were, ``shortfall.too_few``: the holds keep their room)."""
-    nodes, more = session.snapshot.node_list(), lending.lent_room(lent)
-    return {group: shortfall.too_few(session, tasks, nodes, group[1], more) for group, tasks in asked.items()}
 
 
 def active(session: Session) -> bool:

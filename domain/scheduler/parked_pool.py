@@ -33,8 +33,8 @@ from domain.lifecycle.status import PodGroupStatusView
 from domain.objects.meta import ObjectKey
 from domain.scheduler import held_room, lending, pipelining, shortfall
 from domain.scheduler.extension_points import ExtensionPoint
-from domain.scheduler.infos import JobInfo
-from domain.scheduler.parked import active, members_needed, short_when_lent, status_of
+from domain.scheduler.infos import JobInfo, TaskInfo
+from domain.scheduler.parked import active, members_needed, status_of
 from domain.scheduler.session import JobQueues, Key, Session
 
 KEPT = "parked"
@@ -108,7 +108,7 @@ class Pool:
             pool.short, pool.later = {}, {}
             for keys in (snapshot.jobs_touched(), last.found.written):
                 pool._wake(keys)
-            pool._wake_pipelined()
+            pool._wake_pipelined()  # first: a gang plugins let hold room is never asked ``later``
             pool._wake_by_room()
         else:
             pool = cls(session, snapshot.unsettled, snapshot.renewal, {}, {}, {}, {})
@@ -264,3 +264,13 @@ class Pool:
     def _park(self, job: JobInfo, shape: object, known: _Known) -> None:
         self.parked[job.key] = (job.queue, shape, known.need)
         self.groups.setdefault((job.queue, shape), {}).setdefault(known.need, {})[job.key] = known
+
+
+def short_when_lent(
+    session: Session, lent: list[held_room.Held], asked: dict[tuple[object, int], list[TaskInfo]]
+) -> dict[tuple[object, int], bool]:
+    """For each (shape, need) of ``asked``, with a gang's asking tasks of that shape, whether
+    fewer than need copies fit with the room of the holds ``lent`` given back (counted as if
+    it were, ``shortfall.too_few``: the holds keep their room)."""
+    nodes, more = session.snapshot.node_list(), lending.lent_room(lent)
+    return {group: shortfall.too_few(session, tasks, nodes, group[1], more) for group, tasks in asked.items()}
