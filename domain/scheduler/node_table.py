@@ -37,6 +37,10 @@ class NodeInfo:
     idle: ResourceList
     labels: dict[str, str]
 
+    def with_idle(self, idle: ResourceList) -> NodeInfo:
+        """The same node with ``idle`` as its free room: what its checks say of a node in that state."""
+        return NodeInfo(self.name, self.node, self.allocatable, idle, self.labels)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeRow:

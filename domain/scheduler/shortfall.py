@@ -114,7 +114,7 @@ def _given_copies(session: Session, task: TaskInfo, room: _Room, more: Mapping[s
         node = by_name[name]
         idle = dict(node.idle)
         quantity.add(idle, given)
-        probe = NodeInfo(node.name, node.node, node.allocatable, idle, node.labels)
+        probe = node.with_idle(idle)
         total += (0 if session.predicate(task, probe) else copies_of(task, probe)) - counted.get(name, 0)
     return total
 
@@ -186,5 +186,5 @@ def _left_over(session: Session, task: TaskInfo, nodes: int, ranking: Ranking) -
         idle = dict(node.idle)
         for name, amount in request.items():
             idle[name] = idle.get(name, 0) - taken * amount
-        counts.update(session.predicate(task, NodeInfo(node.name, node.node, node.allocatable, idle, node.labels)))
+        counts.update(session.predicate(task, node.with_idle(idle)))
     return FitSummary(nodes, Counter({reason: n for reason, n in counts.items() if n > 0}))

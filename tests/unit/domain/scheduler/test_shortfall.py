@@ -15,7 +15,6 @@ from domain import quantity
 from domain.scheduler import shortfall
 from domain.scheduler.candidates import Candidates, Ranking
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.node_table import NodeInfo
 from services.simulate.loop import run_closed_loop
 from services.traces.model import Job, Node, Trace, with_estimates
 from tests import spies
@@ -117,7 +116,7 @@ def test_copies_in_lent_room_kept_are_those_counted_afresh(
         for node in nodes:
             idle = dict(node.idle)
             quantity.add(idle, more.get(node.name, {}))
-            if not session.predicate(tasks[0], NodeInfo(node.name, node.node, node.allocatable, idle, node.labels)):
+            if not session.predicate(tasks[0], node.with_idle(idle)):
                 fresh += min(idle.get(r, 0) // a for r, a in request)
         assert answer == (fresh < need)
         return answer
