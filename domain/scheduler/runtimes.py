@@ -119,7 +119,8 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
     not change takes none now. The last answer is given again, the same dict (never change it),
     when it would read the same (``_Holding.again``); else each job's last ends are used again
     when they would read the same (``_JobEnds.again``), and only the nodes of the jobs worked out
-    again are sorted again (the others keep their lists). A fresh cache answers as a kept one."""
+    again are sorted again (the others keep their lists, and so does one that comes out as it
+    was: a reader may compare lists by identity). A fresh cache answers as a kept one."""
     last = None if kept is None else kept.get(KEPT)
     if isinstance(last, _Holding) and last.again(snapshot):
         return last.answer
@@ -135,7 +136,7 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
             continue
         known = None if before is None or key in touched else before.jobs.get(key)
         holding[key] = known if known is not None and known.again(now, runs) else _job_ends(snapshot, job)
-    answer = _answer(holding, before)
+    answer = _answer(holding, before, last.answer if isinstance(last, _Holding) else {})
     if kept is not None:
         users: dict[str, tuple[float, ...] | None] = {}
         for known in holding.values():
@@ -183,9 +184,10 @@ def _job_ends(snapshot: Snapshot, job: JobInfo) -> _JobEnds:
     return _JobEnds(nodes, earliest, {user: runs.get(user) for user in means})
 
 
-def _answer(holding: dict[ObjectKey, _JobEnds], before: _Holding | None) -> Ends:
+def _answer(holding: dict[ObjectKey, _JobEnds], before: _Holding | None, last: Ends) -> Ends:
     """The ends per node, sorted: from the jobs' ends, or from ``before``'s answer with only the
-    nodes of the jobs whose ends are not those it had (worked out again, or gone) sorted again."""
+    nodes of the jobs whose ends are not those it had (worked out again, or gone) sorted again.
+    A node whose ends are those of the ``last`` answer keeps its list."""
     if before is None:
         dirty = None
     else:
@@ -205,7 +207,8 @@ def _answer(holding: dict[ObjectKey, _JobEnds], before: _Holding | None) -> Ends
     answer = {} if before is None else dict(before.answer)
     for node in out if dirty is None else dirty:
         if node in out:
-            answer[node] = [(end, request) for end, _, request in sorted(out[node])]
+            ends = [(end, request) for end, _, request in sorted(out[node])]
+            answer[node] = ends if (kept := last.get(node)) != ends else kept
         else:
             answer.pop(node, None)
     return answer

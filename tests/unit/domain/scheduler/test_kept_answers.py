@@ -123,9 +123,13 @@ def test_the_last_ends_are_given_again_when_nothing_they_read_changed(
 
     monkeypatch.setattr(runtimes._JobEnds, "again", again)
 
+    lists: list[bool] = []  # per node whose ends are as the last answer's: whether the same list
+
     def ends(snapshot: Any, kept: Any) -> Any:
         answer = real(snapshot, kept)
         answers.append((answer is last[0], answer == real(snapshot)))
+        if isinstance(last[0], dict) and answer is not last[0]:
+            lists.extend(known is last[0][node] for node, known in answer.items() if last[0].get(node) == known)
         last[0] = answer
         return answer
 
@@ -134,6 +138,8 @@ def test_the_last_ends_are_given_again_when_nothing_they_read_changed(
     assert sum(again for again, _ in answers) >= 20
     assert sum(jobs_again) >= 20
     assert all(same for _, same in answers)
+    assert len(lists) >= 20
+    assert all(lists)  # a reader may compare them by identity
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
