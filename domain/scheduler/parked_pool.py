@@ -174,14 +174,14 @@ class Pool:
             return []
         session = self.session
         jobs = session.snapshot.jobs
-        later = sorted(((session.job_key(jobs[key]), jobs[key]) for key in self.later), key=lambda pair: pair[0])
+        later = [(session.job_key(jobs[key]), jobs[key]) for key in self.later]
         head = order.head()
         queue = None if head is None else session.snapshot.queues.get(head[0])
         if (
             head is None
             or queue is None
             or not queue.is_open
-            or later[0][0] < head[1]
+            or min(key for key, _ in later) < head[1]
             or any(job.queue != head[0] for _, job in later)
         ):
             for key, job in later:
@@ -212,8 +212,8 @@ class Pool:
             when_lent = short_when_lent(session, list(lent), asked)
             answers.update((job.key, when_lent[self.later[job.key][1:]]) for _, job in jobs)
         for key, job in later:
-            if answers[job.key]:
-                self.park(job)
+            if answers[job.key]:  # parked again as it was (``_later`` found it as asked)
+                self._park(job, self.later[job.key][1], self.now.pop(job.key))
             else:
                 order.push(job, key)
 
