@@ -45,8 +45,6 @@ from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Session
 from domain.scheduler.statement import Statement
 
-_UNSEEN = (math.nan, math.nan)  # a node whose offer this hold has not looked up yet (an offer may be None)
-
 
 @dataclass(slots=True, eq=False)
 class Held:
@@ -110,15 +108,24 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     ends = runtimes.ends(snapshot, session.kept)
     known = held_plans.again(session, job, tasks, ends)
     if known is None:
-        untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
-        known = _plan(session, tasks, ends, _first_free, untouched=untouched)
+        known = plans(session, tasks, ends)
         if known is None:
             return None
-        if known[1] < math.inf:
-            known = _plan(session, tasks, ends, _latest_by(known[1]), untouched=untouched) or known
         held_plans.keep(session, job, tasks, ends, places=known[0], shadow=known[1])
     places = list(zip(tasks, known[0], strict=True))
     return Held(job, Statement(session), places, known[1], held_plans.current(session, job))
+
+
+def plans(session: Session, tasks: list[TaskInfo], ends: Ends) -> tuple[list[str], float] | None:
+    """Each of ``tasks``' node and the shadow time, planned: on the nodes that free up first for
+    them, then, with a shadow time, on those that free up last by then; None when the empty
+    cluster could not hold them."""
+    untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
+    likes = [_likeness(task) for task in tasks]
+    known = _plan(session, tasks, likes, ends, _first_free, untouched=untouched)
+    if known is not None and known[1] < math.inf:
+        known = _plan(session, tasks, likes, ends, _latest_by(known[1]), untouched=untouched) or known
+    return known
 
 
 def take(holds: list[Held]) -> None:
@@ -151,7 +158,12 @@ def _facts(
     return free_at, _covered(task, node.idle, taken)
 
 
-def _after(now: float, task: TaskInfo, node: NodeInfo, members: int, ends: Ends) -> tuple[Facts, bool]:
+def _alone(now: float, task: TaskInfo, ends: Ends, node: NodeInfo) -> Facts:
+    """``_facts`` with no member planned on ``node``."""
+    return _facts(now, task, node, {}, node.allocatable, ends=ends)
+
+
+def _after(now: float, node: NodeInfo, members: int, task: TaskInfo, ends: Ends) -> tuple[Facts, bool]:
     """``_facts`` once ``members`` members alike ``task`` are planned on ``node``, and whether
     its free room holds them and ``task`` now (``node_offers.after``)."""
     taken = {name: amount * members for name, amount in task.request.items()}
@@ -163,6 +175,7 @@ def _after(now: float, task: TaskInfo, node: NodeInfo, members: int, ends: Ends)
 def _plan(
     session: Session,
     tasks: list[TaskInfo],
+    likes: list[tuple[object, ...]],
     ends: Ends,
     rank: Choice,
     *,
@@ -184,7 +197,6 @@ def _plan(
     shadow = snapshot.now
     ranks: list[tuple[tuple[float, float, int], float]] = []  # a heap of the candidates' (rank, when it frees up)
     chosen_index = -1
-    likes = [_likeness(task) for task in tasks]
     alike = likes.count(likes[0]) == len(likes) if likes else True
     members: dict[int, int] = {}  # for a gang of one likeness: node index -> members planned there
     offers: dict[int, node_offers.Offer] = {}  # the kept offers of the members' likeness (``node_offers``)
@@ -196,24 +208,26 @@ def _plan(
     for at, task in enumerate(tasks):
         if at and (alike or likes[at] == likes[at - 1]):  # the node the one before took is planned: its facts change
             if alike:  # kept with its offer, as what it offers the first member is
-                more = partial(_after, snapshot.now, task, nodes[chosen_index], members[chosen_index], ends)
-                offer = node_offers.after(snapshot.now, offers[chosen_index], members[chosen_index], more)
+                chosen, count = nodes[chosen_index], members[chosen_index]
+                offer = node_offers.after(
+                    snapshot.now, offers[chosen_index], count, _after, node=chosen, task=task, ends=ends
+                )
             else:
                 offer = facts(task, nodes[chosen_index])
             if offer is not None and (order := rank(offer[0], offer[1], chosen_index)) is not None:
                 heapq.heappush(ranks, (order, offer[0]))
         else:
-            seen = untouched.get(likes[at]) or untouched.setdefault(
-                likes[at], ({}, node_offers.kept(session, likes[at]))
-            )
-            known, offers, fresh, ranks = seen[0], seen[1], partial(facts, task), []
-            for index, node in enumerate(nodes):
-                if node.name in planned:
-                    offer = facts(task, node)
-                elif (offer := known.get(index, _UNSEEN)) is _UNSEEN:
-                    offer = known[index] = node_offers.first(
-                        snapshot.now, offers, index, node, task=task, ends=ends, facts=fresh
-                    )
+            seen = untouched.get(likes[at])
+            if seen is None:
+                kept = node_offers.kept(session, likes[at])
+                alone = partial(_alone, snapshot.now, task, ends)  # what no member planned there changes
+                found = node_offers.untouched(
+                    snapshot.now, kept, nodes, snapshot.touched, task=task, ends=ends, facts=alone
+                )
+                seen = untouched[likes[at]] = (found, kept)
+            known, offers, ranks = seen[0], seen[1], []
+            for index, untaken in enumerate(known):
+                offer = facts(task, nodes[index]) if planned and nodes[index].name in planned else untaken
                 if offer is not None and (order := rank(offer[0], offer[1], index)) is not None:
                     ranks.append((order, offer[0]))
             heapq.heapify(ranks)

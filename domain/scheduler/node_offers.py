@@ -29,6 +29,7 @@ from domain.scheduler.runtimes import Ends
 from domain.scheduler.session import Session
 
 KEPT = "held-room-offers"
+NO_ENDS: list[tuple[float, ResourceList]] = []  # the ends of a node without pods of known end (never change it)
 
 Facts = tuple[float, float] | None
 """What a node offers a member: when it frees up for it and how much of it it covers now; None
@@ -48,6 +49,7 @@ class Offer:
     allocatable; when it frees up and how much it covers read its free room and ends), but for
     a node that holds the member now, which frees up at the cycle's instant (``ready``)."""
 
+    info: NodeInfo  # the snapshot's node it was last found to be of (read from, or the same as)
     node: Node
     allocatable: ResourceList
     idle: ResourceList | None  # None: the member cannot run there (the free room is not read)
@@ -67,8 +69,9 @@ class _Kept:
     now: dict[tuple[object, ...], dict[int, Offer]]
 
 
-Untouched = tuple[dict[int, Facts], dict[int, Offer]]
-"""What the nodes no member has taken offer members of one likeness: in this hold, and as kept."""
+Untouched = tuple[list[Facts], dict[int, Offer]]
+"""What the nodes no member has taken offer members of one likeness, by node index: in this
+hold (``untouched``), and as kept."""
 
 
 def kept(session: Session, like: tuple[object, ...]) -> dict[int, Offer]:
@@ -98,7 +101,7 @@ def first(
     """What ``node``, which no member has taken yet, offers ``task`` (``facts``): kept while what
     it is read from is the same (``Offer``), for the later members and gangs of its likeness."""
     known = offers.get(index)
-    own = ends.get(node.name, [])
+    own = ends.get(node.name, NO_ENDS)
     # The allocatable and the ends lists are mostly the very ones read before (shared, never changed).
     allocatable = node.allocatable
     if (
@@ -107,24 +110,63 @@ def first(
         and (known.allocatable is allocatable or known.allocatable == allocatable)
     ):
         if known.idle is None:
+            known.info, known.ends = node, own  # what it read is this node's: ``untouched`` may say so at once
             return None
         # A candidate's facts are never None (the check narrows the type).
         if known.idle == node.idle and (known.ends is own or known.ends == own) and known.facts is not None:
+            known.info, known.ends = node, own
             return (now, known.facts[1]) if known.ready else known.facts
     offer = facts(node)
     idle = None if offer is None else dict(node.idle)
     ready = offer is not None and fits(node.idle, task.request)  # ``held_room._free_at`` says now
-    offers[index] = Offer(node.node, node.allocatable, idle, own, offer, ready)
+    offers[index] = Offer(node, node.node, node.allocatable, idle, own, offer, ready)
     return offer
 
 
-def after(now: float, offer: Offer, members: int, facts: Callable[[], tuple[Facts, bool]]) -> Facts:
-    """What the node of ``offer`` (kept and checked this session: ``first``) offers a member of
-    its likeness once ``members`` of them (one or more) are planned there (``facts``: that, and
-    whether its free room holds them all now), kept with the offer: the same node state, the
-    same answer, as ``first``'s."""
+def untouched(
+    now: float,
+    offers: dict[int, Offer],
+    nodes: list[NodeInfo],
+    touched: set[str],
+    *,
+    task: TaskInfo,
+    ends: Ends,
+    facts: Callable[[NodeInfo], Facts],
+) -> list[Facts]:
+    """What each of ``nodes`` (the snapshot's, in order) offers ``task`` with no member on it
+    (``first``). An offer read from the very same snapshot node, with the very same list of
+    ends, is given again without comparing what it read, unless a statement changed the node
+    in this session (``touched``): a snapshot's node changes only by statements, and one they
+    changed is built anew by the next cycle's snapshot, so the same node untouched has the free
+    room it had."""
+    found: list[Facts] = []
+    for index, node in enumerate(nodes):
+        known = offers.get(index)
+        if (
+            known is not None
+            and known.info is node
+            and known.ends is ends.get(node.name, NO_ENDS)
+            and node.name not in touched
+        ):
+            offer = known.facts
+            found.append((now, offer[1]) if known.ready and offer is not None else offer)
+            continue
+        found.append(first(now, offers, index, node, task=task, ends=ends, facts=facts))
+    return found
+
+
+After = Callable[[float, NodeInfo, int, TaskInfo, Ends], tuple[Facts, bool]]
+"""What a node offers a member at an instant once members alike it are planned there, and whether
+its free room holds them and the member now (``held_room``'s)."""
+
+
+def after(now: float, offer: Offer, members: int, facts: After, *, node: NodeInfo, task: TaskInfo, ends: Ends) -> Facts:
+    """What ``node``, whose offer is ``offer`` (kept and checked this session: ``first``), offers
+    ``task``, a member of its likeness, once ``members`` of them (one or more) are planned there
+    (``facts``, asked only when not kept), kept with the offer: the same node state, the same
+    answer, as ``first``'s."""
     later = offer.later
     if len(later) < members:  # a node is planned on one member after another
-        later.append(facts())
+        later.append(facts(now, node, members, task, ends))
     found, ready = later[members - 1]
     return (now, found[1]) if ready and found is not None else found

@@ -9,7 +9,6 @@ import itertools
 import json
 import shutil
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,9 +145,11 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
     monkeypatch.setattr(node_offers, "Offer", counted("kept"))
     after = node_offers.after
 
-    def told(now: float, offer: node_offers.Offer, members: int, facts: Callable[[], Any]) -> node_offers.Facts:
+    def told(
+        now: float, offer: node_offers.Offer, members: int, facts: node_offers.After, **of: Any
+    ) -> node_offers.Facts:
         read["told again"] += len(offer.later) >= members
-        return after(now, offer, members, facts)
+        return after(now, offer, members, facts, **of)
 
     monkeypatch.setattr(node_offers, "after", told)
     kept = simulate(tmp_path / "kept", *args)
@@ -162,9 +163,11 @@ def test_held_room_offers_kept_between_cycles_decide_as_none_kept(
     assert read["told again"] > 100
 
 
-def _afresh(now: float, offer: node_offers.Offer, members: int, facts: Callable[[], Any]) -> node_offers.Facts:
+def _afresh(
+    now: float, offer: node_offers.Offer, members: int, facts: node_offers.After, **of: Any
+) -> node_offers.Facts:
     """``node_offers.after`` keeping nothing: the facts worked out at each call."""
-    found, ready = facts()
+    found, ready = facts(now, of["node"], members, of["task"], of["ends"])
     return (now, found[1]) if ready else found
 
 

@@ -3,8 +3,6 @@ same nodes, with the shadow time moved as the module says, without planning agai
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from domain.lifecycle.pod_group import PodGroupPhase
@@ -33,13 +31,9 @@ from tests.unit.domain.scheduler.test_shortfall import HPC, ODD_NODES, PINNED
 
 
 def _planned_afresh(session: Session, tasks: list[TaskInfo], ends: Ends) -> tuple[list[str], float]:
-    """What ``held_room.hold`` plans for ``tasks`` when it keeps nothing: its two plans."""
-    untouched: dict[tuple[object, ...], held_room.Untouched] = {}
-    planned = held_room._plan(session, tasks, ends, held_room._first_free, untouched=untouched)
+    """What ``held_room.hold`` plans for ``tasks`` when it keeps no plan: its two plans."""
+    planned = held_room.plans(session, tasks, ends)
     assert planned is not None
-    if planned[1] < math.inf:
-        latest = held_room._latest_by(planned[1])
-        planned = held_room._plan(session, tasks, ends, latest, untouched=untouched) or planned
     return planned
 
 

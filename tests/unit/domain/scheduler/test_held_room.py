@@ -646,6 +646,37 @@ def test_a_kept_offer_is_read_again_when_its_node_room_ends_or_instant_tell_it_t
     assert len(reads) == 6
 
 
+def test_an_offer_of_the_same_snapshot_node_is_given_again_unless_a_statement_changed_it() -> None:
+    """``node_offers.untouched``: an offer read from the very snapshot node, with the very list of
+    its pods' ends, is given again without comparing what it read (a node that holds the member
+    now frees up at the new instant); one a statement changed in this session (``touched``), or
+    with another list of ends, is compared, and read again when its free room differs."""
+    node = b.typed(b.node("p", cpu="2", memory="8Gi"))
+    assert isinstance(node, Node)
+    member = _task("g-0", "1")
+    ends = {"p": [(50.0, {"cpu": 1000})]}
+    info = NodeInfo("p", node, {"cpu": 2000, "pods": 110_000}, {"cpu": 1000, "pods": 110_000}, {})
+    offers: dict[int, node_offers.Offer] = {}
+    reads: list[int] = []  # the free cpu of each read
+
+    def offered(now: float, touched: set[str], known: Ends = ends) -> list[node_offers.Facts]:
+        def read(n: NodeInfo) -> node_offers.Facts:
+            reads.append(n.idle["cpu"])
+            return held_room._alone(now, member, known, n)
+
+        return node_offers.untouched(now, offers, [info], touched, task=member, ends=known, facts=read)
+
+    assert offered(10.0, set()) == [(10.0, 2.0)]
+    assert offered(20.0, set()) == [(20.0, 2.0)]  # holds the member now: the new instant
+    assert offered(20.0, {"p"}) == [(20.0, 2.0)]  # touched, compared: the same free room
+    assert offered(20.0, set(), {"p": [(50.0, {"cpu": 1000})]}) == [(20.0, 2.0)]  # equal ends, compared
+    assert reads == [1000]
+    info.idle["cpu"] = 0  # a statement took its room in this session
+    assert offered(20.0, {"p"}) == [(50.0, 1.0)]
+    assert offered(30.0, set()) == [(50.0, 1.0)]  # the next session: the node as the offer read it
+    assert reads == [1000, 0]
+
+
 def test_what_a_kept_offer_offers_once_members_are_planned_there_is_kept_with_it() -> None:
     """``node_offers.after``: what a node offers the next member of a gang of one likeness once
     one, two, ... are planned there is read once per count while its offer is kept; one whose
@@ -659,12 +690,12 @@ def test_what_a_kept_offer_offers_once_members_are_planned_there_is_kept_with_it
     offers: dict[int, node_offers.Offer] = {}
     reads: list[tuple[float, int]] = []
 
-    def after(now: float, members: int) -> node_offers.Facts:
-        def read() -> tuple[node_offers.Facts, bool]:
-            reads.append((now, members))
-            return held_room._after(now, member, info, members, ends)
+    def read(now: float, node: NodeInfo, members: int, task: TaskInfo, ends: Ends) -> tuple[node_offers.Facts, bool]:
+        reads.append((now, members))
+        return held_room._after(now, node, members, task, ends)
 
-        return node_offers.after(now, offers[0], members, read)
+    def after(now: float, members: int) -> node_offers.Facts:
+        return node_offers.after(now, offers[0], members, read, node=info, task=member, ends=ends)
 
     def first(n: NodeInfo) -> node_offers.Facts:
         return held_room._facts(10.0, member, n, {}, n.allocatable, ends=ends)
