@@ -20,12 +20,12 @@ back, but the argument needs it to go forward).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from domain.objects.core import Node, Pod
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
+from domain.scheduler import runtimes
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.runtimes import Ends
@@ -113,7 +113,7 @@ def keep(
 ) -> None:
     """Keep what ``job``'s plans read and chose: called before the gang holds any room."""
     nodes = session.snapshot.node_list()
-    earliest = min((end for known in ends.values() for end, _ in known), default=math.inf)
+    earliest = runtimes.earliest(ends, session.kept)
     _kept(session).now[job.key] = Plan(
         session.config, [task.pod for task in tasks], [node.node for node in nodes],
         [node.allocatable for node in nodes], [dict(node.idle) for node in nodes], ends, earliest,

@@ -149,6 +149,15 @@ def ends(snapshot: Snapshot, kept: dict[str, object] | None = None) -> Ends:
     return answer
 
 
+def earliest(ends: Ends, kept: dict[str, object]) -> float:
+    """The earliest of ``ends`` (infinite without): kept with them when they are the last answer
+    of ``ends`` to the session's ``kept``."""
+    last = kept.get(KEPT)
+    if isinstance(last, _Holding) and last.answer is ends:
+        return last.earliest
+    return min((end for known in ends.values() for end, _ in known), default=math.inf)
+
+
 @dataclass(slots=True, eq=False)
 class _JobEnds:
     """One job's pods of known end by node (when, which pod, what it gives back), the earliest of

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -124,10 +125,13 @@ def test_the_last_ends_are_given_again_when_nothing_they_read_changed(
     monkeypatch.setattr(runtimes._JobEnds, "again", again)
 
     lists: list[bool] = []  # per node whose ends are as the last answer's: whether the same list
+    earliest: list[bool] = []  # per call: whether the earliest kept with the answer is its earliest
 
     def ends(snapshot: Any, kept: Any) -> Any:
         answer = real(snapshot, kept)
         answers.append((answer is last[0], answer == real(snapshot)))
+        soonest = min((end for known in answer.values() for end, _ in known), default=math.inf)
+        earliest.append(runtimes.earliest(answer, kept) == soonest)
         if isinstance(last[0], dict) and answer is not last[0]:
             lists.extend(known is last[0][node] for node, known in answer.items() if last[0].get(node) == known)
         last[0] = answer
@@ -140,6 +144,7 @@ def test_the_last_ends_are_given_again_when_nothing_they_read_changed(
     assert all(same for _, same in answers)
     assert len(lists) >= 20
     assert all(lists)  # a reader may compare them by identity
+    assert earliest and all(earliest)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
