@@ -130,19 +130,33 @@ class Pool:
                         del self.groups[queue, shape]
 
     def _wake_by_room(self) -> None:
-        """Wake the gangs whose queue is no longer open, or whose shape now fits as often as they need."""
+        """Wake the gangs whose queue is no longer open, or whose shape now fits as often as
+        they need; of the latter, those still as they were asked (their job, PodGroup and status
+        last written) wait ``later``, out of the order: the room the first job tried holds may
+        leave them as short as before (``behind``)."""
         session = self.session
-        nodes = session.snapshot.node_list()
-        for (queue_name, _), needs in list(self.groups.items()):
-            queue = session.snapshot.queues.get(queue_name)
+        snapshot, nodes = session.snapshot, session.snapshot.node_list()
+        for (queue_name, shape), needs in list(self.groups.items()):
+            queue = snapshot.queues.get(queue_name)
             fit = None
             if queue is not None and queue.is_open:
                 anyone = next(iter(next(iter(needs.values())).values()))
                 fit = shortfall.copies(session, anyone.job.tally().asking[0], nodes)
-            woken = [key for need, gangs in needs.items() if fit is None or need <= fit for key in gangs]
-            if fit is not None:  # asked later, when still as they were asked (see ``behind``)
-                self._later(woken)
-            self._wake(woken)
+            for need in [need for need in needs if fit is None or need <= fit]:
+                for key, known in needs.pop(need).items():
+                    del self.parked[key]
+                    self.before[key] = known
+                    job = snapshot.jobs.get(key)
+                    if (
+                        fit is not None
+                        and job is not None
+                        and key in snapshot.waiting
+                        and known.holds(job, status_of(session, job))
+                    ):
+                        self.later[key] = (queue_name, shape, need)
+                        self.now[key] = known  # as ``parks`` leaves a gang it lets through
+            if not needs:
+                del self.groups[queue_name, shape]
 
     def _wake_pipelined(self) -> None:
         """Wake the gangs plugins now let hold room (a target of ``reservation``, a job past
@@ -153,18 +167,6 @@ class Pool:
             known = pipelining.pipelinable(session)  # the only ones that may be, when the plugins say
             keys = parked.keys() if known is None else [key for key in known if key in parked]
             self._wake([key for key in keys if (job := jobs.get(key)) is None or session.job_pipelined(job)])
-
-    def _later(self, keys: list[ObjectKey]) -> None:
-        """Of the parked gangs ``keys``, woken by the room alone, those still as they were asked
-        (their job, PodGroup and status last written) wait ``later``, out of the order: the room
-        the first job tried holds may leave them as short as before (``behind``)."""
-        snapshot, parked = self.session.snapshot, self.parked
-        for key in keys:
-            queue, shape, need = parked[key]
-            known, job = self.groups[queue, shape][need][key], snapshot.jobs.get(key)
-            if job is not None and key in snapshot.waiting and known.holds(job, status_of(self.session, job)):
-                self.later[key] = parked[key]
-                self.now[key] = known  # as ``parks`` leaves a gang it lets through
 
     def behind(self, order: JobQueues) -> Later:
         """The gangs waiting ``later``, each with its order key, when ``order``'s first job comes
@@ -212,7 +214,7 @@ class Pool:
             when_lent = short_when_lent(session, list(lent), asked)
             answers.update((job.key, when_lent[self.later[job.key][1:]]) for _, job in jobs)
         for key, job in later:
-            if answers[job.key]:  # parked again as it was (``_later`` found it as asked)
+            if answers[job.key]:  # parked again as it was (``_wake_by_room`` found it as asked)
                 self._park(job, self.later[job.key][1], self.now.pop(job.key))
             else:
                 order.push(job, key)
