@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -82,21 +81,6 @@ def _covered(task: TaskInfo, idle: ResourceList, taken: ResourceList) -> float:
     )
 
 
-Choice = Callable[[float, float, int], tuple[float, float, int] | None]
-"""A node's rank for a member from (when it frees up for it, how much of it it covers now, its
-index), the least first; None: not a candidate."""
-
-
-def _first_free(free_at: float, cover: float, index: int) -> tuple[float, float, int]:
-    return (free_at, -cover, index)
-
-
-def _latest_by(shadow: float) -> Choice:
-    """Of the nodes that free up by ``shadow``, those that free up last: the ones free sooner
-    stay with the other jobs (EASY's extra nodes), and the gang still starts at ``shadow``."""
-    return lambda free_at, cover, index: (-free_at, -cover, index) if free_at <= shadow else None
-
-
 def hold(session: Session, job: JobInfo) -> Held | None:
     """Hold room for the members ``job`` still needs to reach its minimum (its pending tasks with
     requests, in task order); None when the empty cluster could not hold them. A gang whose
@@ -122,9 +106,9 @@ def plans(session: Session, tasks: list[TaskInfo], ends: Ends) -> tuple[list[str
     cluster could not hold them."""
     untouched: dict[tuple[object, ...], Untouched] = {}  # each plan starts from the same room: shared
     likes = [_likeness(task) for task in tasks]
-    known = _plan(session, tasks, likes, ends, _first_free, untouched=untouched)
+    known = _plan(session, tasks, likes, ends, None, untouched=untouched)
     if known is not None and known[1] < math.inf:
-        known = _plan(session, tasks, likes, ends, _latest_by(known[1]), untouched=untouched) or known
+        known = _plan(session, tasks, likes, ends, known[1], untouched=untouched) or known
     return known
 
 
@@ -177,25 +161,31 @@ def _plan(
     tasks: list[TaskInfo],
     likes: list[tuple[object, ...]],
     ends: Ends,
-    rank: Choice,
+    latest_by: float | None,
     *,
     untouched: dict[tuple[object, ...], Untouched],
 ) -> tuple[list[str], float] | None:
-    """Choose a node for each of ``tasks`` in turn, the one ``rank`` puts first: their nodes and
-    the shadow time (a plan takes no room: ``hold`` has the chosen ones take it). For a member
-    alike the one before it, every node ranks as it did for that one but the node that one took,
-    so only that node is ranked again, into a heap of the others (a gang's members are mostly
-    alike); and what a node no member has taken yet offers a member is kept in ``untouched``
-    (per likeness, by node index), for the plans after, and for the holds of later sessions
-    while the node is as it was (``node_offers``), with, for a gang of one likeness, what it
-    offers once members are planned there (``node_offers.after``)."""
+    """Choose a node for each of ``tasks`` in turn: their nodes and the shadow time (a plan
+    takes no room: ``hold`` has the chosen ones take it). Without ``latest_by``, the node that
+    frees up first for the member, then whose free room covers most of it, then the first; with
+    it, of the nodes that free up by then, the one that frees up last, then covers most, then
+    the first: the ones free sooner stay with the other jobs (EASY's extra nodes), and the gang
+    still starts at ``latest_by``. A node's rank is (when it frees up, negated for the latter,
+    how much it does not cover, its index), the least first. For a member alike the one before
+    it, every node ranks as it did for that one but the node that one took, so only that node
+    is ranked again, into a heap of the others (a gang's members are mostly alike); and what a
+    node no member has taken yet offers a member is kept in ``untouched`` (per likeness, by node
+    index), for the plans after, and for the holds of later sessions while the node is as it
+    was (``node_offers``), with, for a gang of one likeness, what it offers once members are
+    planned there (``node_offers.after``)."""
     snapshot = session.snapshot
     nodes = snapshot.node_list()
     budget: dict[str, ResourceList] = {}  # node -> allocatable less the tasks of this job planned there
     planned: dict[str, ResourceList] = {}  # node -> requests of this job's tasks planned there
     places: list[str] = []
     shadow = snapshot.now
-    ranks: list[tuple[tuple[float, float, int], float]] = []  # a heap of the candidates' (rank, when it frees up)
+    ranks: list[tuple[float, float, int]] = []  # a heap of the candidates' ranks
+    sign, limit = (1.0, math.inf) if latest_by is None else (-1.0, latest_by)  # when it frees up: rank's sign, bound
     chosen_index = -1
     alike = likes.count(likes[0]) == len(likes) if likes else True
     members: dict[int, int] = {}  # for a gang of one likeness: node index -> members planned there
@@ -214,8 +204,8 @@ def _plan(
                 )
             else:
                 offer = facts(task, nodes[chosen_index])
-            if offer is not None and (order := rank(offer[0], offer[1], chosen_index)) is not None:
-                heapq.heappush(ranks, (order, offer[0]))
+            if offer is not None and offer[0] <= limit:
+                heapq.heappush(ranks, (sign * offer[0], -offer[1], chosen_index))
         else:
             seen = untouched.get(likes[at])
             if seen is None:
@@ -225,16 +215,23 @@ def _plan(
                     snapshot.now, kept, nodes, snapshot.touched, task=task, ends=ends, facts=alone
                 )
                 seen = untouched[likes[at]] = (found, kept)
-            known, offers, ranks = seen[0], seen[1], []
-            for index, untaken in enumerate(known):
-                offer = facts(task, nodes[index]) if planned and nodes[index].name in planned else untaken
-                if offer is not None and (order := rank(offer[0], offer[1], index)) is not None:
-                    ranks.append((order, offer[0]))
+            known, offers = seen
+            if planned:  # members of another likeness are planned there
+                known = [
+                    facts(task, node) if node.name in planned else offer
+                    for node, offer in zip(nodes, known, strict=True)
+                ]
+            ranks = [
+                (sign * offer[0], -offer[1], index)
+                for index, offer in enumerate(known)
+                if offer is not None and offer[0] <= limit
+            ]
             heapq.heapify(ranks)
         if not ranks:
             return None  # the cluster could never hold the gang: nothing to wait for
         # Each rank ends in its node's index: no two tie.
-        (_, _, chosen_index), chosen_at = heapq.heappop(ranks)
+        first, _, chosen_index = heapq.heappop(ranks)
+        chosen_at = sign * first
         chosen = nodes[chosen_index]
         if alike:
             members[chosen_index] = members.get(chosen_index, 0) + 1
