@@ -87,7 +87,8 @@ class Pool:
     # (shape, members needed) -> whether too few copies fit: the room is the same for every job
     # asked, as all are asked before allocate places any
     short: dict[tuple[object, int], bool] = field(default_factory=dict)
-    # jobs woken by the room alone, asked once the first job tried has held room (``behind``)
+    # parked jobs the room alone would wake, asked once the first job tried has held room
+    # (``behind``): they stay parked until then, and when still short
     later: dict[ObjectKey, tuple[str, object, int]] = field(default_factory=dict)
 
     @classmethod
@@ -119,21 +120,25 @@ class Pool:
         """Ask the gangs ``keys`` that are parked afresh in this session."""
         parked = self.parked
         for key in keys:
-            where = parked.pop(key, None)
-            if where is not None:
-                queue, shape, need = where
-                needs = self.groups[queue, shape]
-                self.before[key] = needs[need].pop(key)
-                if not needs[need]:
-                    del needs[need]
-                    if not needs:
-                        del self.groups[queue, shape]
+            if key in parked:
+                self.before[key] = self._unpark(key)
+
+    def _unpark(self, key: ObjectKey) -> _Known:
+        """Take the parked gang ``key`` out of the pool: what was known of it."""
+        queue, shape, need = self.parked.pop(key)
+        needs = self.groups[queue, shape]
+        known = needs[need].pop(key)
+        if not needs[need]:
+            del needs[need]
+            if not needs:
+                del self.groups[queue, shape]
+        return known
 
     def _wake_by_room(self) -> None:
         """Wake the gangs whose queue is no longer open, or whose shape now fits as often as
         they need; of the latter, those still as they were asked (their job, PodGroup and status
-        last written) wait ``later``, out of the order: the room the first job tried holds may
-        leave them as short as before (``behind``)."""
+        last written) stay parked and wait ``later``, out of the order: the room the first job
+        tried holds may leave them as short as before (``behind``)."""
         session = self.session
         snapshot, nodes = session.snapshot, session.snapshot.node_list()
         for (queue_name, shape), needs in list(self.groups.items()):
@@ -143,9 +148,8 @@ class Pool:
                 anyone = next(iter(next(iter(needs.values())).values()))
                 fit = shortfall.copies(session, anyone.job.tally().asking[0], nodes)
             for need in [need for need in needs if fit is None or need <= fit]:
-                for key, known in needs.pop(need).items():
-                    del self.parked[key]
-                    self.before[key] = known
+                where = (queue_name, shape, need)
+                for key, known in list(needs[need].items()):
                     job = snapshot.jobs.get(key)
                     if (
                         fit is not None
@@ -153,10 +157,9 @@ class Pool:
                         and key in snapshot.waiting
                         and known.holds(job, status_of(session, job))
                     ):
-                        self.later[key] = (queue_name, shape, need)
-                        self.now[key] = known  # as ``parks`` leaves a gang it lets through
-            if not needs:
-                del self.groups[queue_name, shape]
+                        self.later[key] = where
+                    else:
+                        self.before[key] = self._unpark(key)
 
     def _wake_pipelined(self) -> None:
         """Wake the gangs plugins now let hold room (a target of ``reservation``, a job past
@@ -187,6 +190,7 @@ class Pool:
             or any(job.queue != head[0] for _, job in later)
         ):
             for key, job in later:
+                self.now[job.key] = self._unpark(job.key)  # as ``parks`` leaves a gang it lets through
                 order.push(job, key)
             return []
         return later
@@ -214,15 +218,14 @@ class Pool:
             when_lent = short_when_lent(session, list(lent), asked)
             answers.update((job.key, when_lent[self.later[job.key][1:]]) for _, job in jobs)
         for key, job in later:
-            if answers[job.key]:  # parked again as it was (``_wake_by_room`` found it as asked)
-                self._park(job, self.later[job.key][1], self.now.pop(job.key))
-            else:
+            if not answers[job.key]:  # the others stay parked
+                self.now[job.key] = self._unpark(job.key)
                 order.push(job, key)
 
     def awake(self) -> list[ObjectKey]:
         """The waiting jobs not parked in an earlier session (or woken in this one), in job order."""
         snapshot = self.session.snapshot
-        return sorted(snapshot.waiting - self.parked.keys() - self.later.keys(), key=snapshot.first.__getitem__)
+        return sorted(snapshot.waiting - self.parked.keys(), key=snapshot.first.__getitem__)
 
     def parks(self, job: JobInfo) -> bool:
         """Whether ``job``, waiting and not parked, would be parked at its turn: admitted, valid,
