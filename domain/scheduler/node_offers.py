@@ -59,6 +59,11 @@ class Offer:
     # what it offers the next member once 1, 2, ... members are planned there, and whether ready
     later: list[tuple[Facts, bool]] = field(default_factory=list)
 
+    def at(self, now: float) -> Facts:
+        """What it offers at ``now``: a node that holds the member frees up at the instant."""
+        facts = self.facts
+        return (now, facts[1]) if self.ready and facts is not None else facts
+
 
 @dataclass(slots=True, eq=False)
 class _Kept:
@@ -112,10 +117,9 @@ def first(
         if known.idle is None:
             known.info, known.ends = node, own  # what it read is this node's: ``untouched`` may say so at once
             return None
-        # A candidate's facts are never None (the check narrows the type).
-        if known.idle == node.idle and (known.ends is own or known.ends == own) and known.facts is not None:
+        if known.idle == node.idle and (known.ends is own or known.ends == own):
             known.info, known.ends = node, own
-            return (now, known.facts[1]) if known.ready else known.facts
+            return known.at(now)
     offer = facts(node)
     idle = None if offer is None else dict(node.idle)
     ready = offer is not None and fits(node.idle, task.request)  # ``held_room._free_at`` says now
@@ -148,8 +152,7 @@ def untouched(
             and known.ends is ends.get(node.name, NO_ENDS)
             and node.name not in touched
         ):
-            offer = known.facts
-            found.append((now, offer[1]) if known.ready and offer is not None else offer)
+            found.append(known.at(now))
             continue
         found.append(first(now, offers, index, node, task=task, ends=ends, facts=facts))
     return found
