@@ -22,6 +22,7 @@ from services.errors import Group
 
 T = TypeVar("T")
 GC_THRESHOLDS = (10_000, 20, 100)  # Python's collector: young objects, then each older generation
+BATCH_GC_THRESHOLDS = (100_000, 50, 100)  # for ``simulate``: nobody waits on its pauses
 EXPLAIN_KINDS = ("pod", "podgroup", "job", "queue", "workload", "clusterqueue", "localqueue", "node")
 
 
@@ -392,6 +393,9 @@ def simulate(
     from services.simulate.run import simulate as run_simulation
     from services.traces.model import TraceError, with_estimates
 
+    # A batch run: no marker waits on a young pass, so rarer, longer ones (most of a cycle's
+    # objects are gone by then): 3% less CPU on HPC2N's first 18,000 jobs at 1.75x.
+    gc.set_threshold(*BATCH_GC_THRESHOLDS)
     config = load_config(config_path)
     try:
         given, nodes = load(trace, fmt, nodes_path, arrival_scale=arrival_scale, estimates="trace")  # type: ignore[arg-type]
