@@ -232,6 +232,65 @@ def _planned(job: Job) -> float | None:
 
 
 @dataclass
+class _Pass:
+    """The waiting jobs one pass of ``_Baseline.fill`` may start, by group (a shape and a number
+    of tasks: ``_Baseline.sizes``), each group's jobs in queue order. The jobs of a group are
+    alike to first fit, so the pass looks at each group's next job only, the groups' next jobs
+    taken in queue order: which jobs start, and in which order, is that of one look at every
+    job in queue order."""
+
+    groups: list[list[tuple[int, Job]]]  # ``sizes``' own lists: a job that starts leaves its group
+    _heap: list[tuple[int, int]] = field(default_factory=list)  # (place of a group's next job, group)
+    _looking: dict[int, int] = field(default_factory=dict)  # group -> place of its next job, while it has one
+    _ending: set[int] = field(default_factory=set)  # groups looking at their next job that ends by the shadow time
+
+    def look(self, group: int, place: int) -> None:
+        """``group``'s next job is the one at ``place``."""
+        self._looking[group] = place
+        heapq.heappush(self._heap, (place, group))
+
+    def next(self) -> tuple[int, int, Job] | None:
+        """The next job in queue order: its group, its index there and the job; None when none is left."""
+        while self._heap:
+            place, group = heapq.heappop(self._heap)
+            if self._looking.get(group) == place:  # else the group's next job moved since
+                alike = self.groups[group]
+                at = bisect.bisect_left(alike, (place,))
+                return group, at, alike[at][1]
+        return None
+
+    def drop(self, group: int) -> None:
+        """No job of ``group`` fits for the rest of the pass (room only shrinks as jobs start)."""
+        del self._looking[group]
+        self._ending.discard(group)
+
+    def delays(self, group: int, at: int, now: float, shadow: float) -> None:
+        """The job at ``at`` in ``group`` outlives ``shadow`` and would leave the head no room
+        then: so would every job of the group that outlives it until a job starts and moves the
+        room, so the group's next job is its next one that ends by ``shadow``."""
+        self._ending.add(group)
+        for place, job in itertools.islice(self.groups[group], at + 1, None):
+            runtime = _planned(job)
+            if runtime is not None and now + runtime <= shadow:
+                self.look(group, place)
+                return
+        del self._looking[group]
+
+    def started(self, group: int, place: int) -> None:
+        """The job at ``place``, of ``group``, started: that group and those looking at their next
+        job that ends by the shadow time look next at their first job after it."""
+        self._ending.add(group)
+        for moved in self._ending:
+            alike = self.groups[moved]
+            at = bisect.bisect_left(alike, (place + 1,))
+            if at < len(alike):
+                self.look(moved, alike[at][0])
+            else:
+                self._looking.pop(moved, None)
+        self._ending.clear()
+
+
+@dataclass
 class _Baseline:
     trace: Trace
     nodes: tuple[Node, ...]
@@ -324,9 +383,10 @@ class _Baseline:
 
     def fill(self, now: float, head: Job | None) -> None:
         """Start every waiting job after ``head`` that fits now (every waiting job when ``head``
-        is None) and, when ``head`` has a shadow time, leaves it room then."""
-        fits = self._may_fit()
-        if not fits:
+        is None) and, when ``head`` has a shadow time, leaves it room then: one pass in queue
+        order, a group at a time (``_Pass``)."""
+        fits = self._may_fit(-1 if head is None else self.place_of[head.id])
+        if not fits.groups:
             return
         reservation = None if head is None else self.shadow(head, now)
         # Per shape, the fewest tasks of a job that fits now but would leave the head no room at
@@ -337,22 +397,24 @@ class _Baseline:
         # more tasks does not fit (``fit`` would say so from the same tally).
         room: dict[tuple[object, ...], int] = {}
         started: set[str] = set()
-        for _, job in fits:
-            if job is head:
-                continue
+        while (following := fits.next()) is not None:
+            group, at, job = following
             request = self.requests[job.id]
             shape = self.cluster.shape(job, request)
             copies = room.get(shape)
             if copies is None:
                 copies = room[shape] = self.cluster.tally(job, request).total
             if job.tasks > copies:
+                fits.drop(group)
                 continue
             runtime = _planned(job)
             outlives = reservation is not None and (runtime is None or now + runtime > reservation[0])
-            if outlives and job.tasks >= delaying.get(shape, job.tasks + 1):
+            if reservation is not None and outlives and job.tasks >= delaying.get(shape, job.tasks + 1):
+                fits.delays(group, at, now, reservation[0])
                 continue
             placement = self.cluster.fit(job, request)  # taken below, once the head can spare it
             if placement is None:
+                fits.drop(group)
                 continue
             if head is not None and reservation is not None and outlives:
                 # The room at the shadow time, with this job still on its nodes, and the head's tally on it.
@@ -364,13 +426,16 @@ class _Baseline:
                     self.cluster.release(placement, request, later)
                     later_head.update(later, placement)
                     delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
+                    fits.delays(group, at, now, reservation[0])
                     continue
             delaying.clear()
             room.clear()
             self.cluster.take(job, placement, request)
             started.add(job.id)
+            place = self.place_of[job.id]
             self._leaves(job)
             self.start(job, placement, now)
+            fits.started(group, place)
         if started:
             self.waiting = [job for job in self.waiting if job.id not in started]
 
@@ -391,17 +456,17 @@ class _Baseline:
             if not counts:
                 del self.sizes[shape]
 
-    def _may_fit(self) -> list[tuple[int, Job]]:
-        """The waiting jobs that may fit now, in queue order: those with no more tasks than the
-        room holds copies of their shape (room only shrinks while a pass starts jobs, so no
-        other job could start in it)."""
-        fits: list[tuple[int, Job]] = []
+    def _may_fit(self, after: int) -> _Pass:
+        """The waiting jobs after place ``after`` in the queue that may fit now, by group: those
+        with no more tasks than the room holds copies of their shape (room only shrinks while a
+        pass starts jobs, so no other job could start in it)."""
+        fits = _Pass([])
         for job, counts in self.sizes.values():
             copies = self.cluster.tally(job, self.requests[job.id]).total
             for tasks, alike in counts.items():
-                if tasks <= copies:
-                    fits.extend(alike)
-        fits.sort()
+                if tasks <= copies and (at := bisect.bisect_left(alike, (after + 1,))) < len(alike):
+                    fits.look(len(fits.groups), alike[at][0])
+                    fits.groups.append(alike)
         return fits
 
     def run(self) -> Outcome:
