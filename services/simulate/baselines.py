@@ -143,19 +143,22 @@ class _Cluster:
         a task does not fit.
 
         The tasks are alike and room only shrinks as they are placed, so first fit puts as many
-        as fit on the first node with room, then goes on to the next: one pass over the nodes."""
+        as fit on the first node with room, then goes on to the next: one pass over the nodes.
+        On the room now, how many a node takes is read from the shape's tally."""
         free = self.free if free is None else free
         key = self.shape(job, request) if free is self.free else None
-        if key is not None and self._tally(key, job, request).total < job.tasks:
+        tally = None if key is None else self._tally(key, job, request)
+        if tally is not None and tally.total < job.tasks:
             return None  # its tally says first fit would not place it all
         allowed = self.allowed(job)
         start = 0 if key is None else bisect.bisect_left(allowed, self._starts.get(key, 0))
         wanted = job.tasks
         placement: Placement = []
         for position in range(start, len(allowed)) if wanted else ():
-            take = _copies(free[allowed[position]], request, wanted)
+            index = allowed[position]
+            take = _copies(free[index], request, wanted) if tally is None else min(tally.copies[index], wanted)
             if take:
-                placement.extend([allowed[position]] * take)
+                placement.extend([index] * take)
                 wanted -= take
                 if not wanted:
                     break
