@@ -298,7 +298,7 @@ class _Baseline:
     trace: Trace
     nodes: tuple[Node, ...]
     policy: str
-    waiting: list[Job] = field(default_factory=list)
+    waiting: dict[str, Job] = field(default_factory=dict)  # by id, in queue order
     running: dict[str, _Running] = field(default_factory=dict)
     allocated: ResourceList = field(default_factory=dict)
     by_queue: dict[str, ResourceList] = field(default_factory=dict)
@@ -372,17 +372,17 @@ class _Baseline:
             self.fill(now, None)
             return
         while self.waiting:
-            head = self.waiting[0]
+            head = self._head()
             placement = self.cluster.place(head, self.requests[head.id])
             if placement is None:
                 break
-            self._leaves(self.waiting.pop(0))
+            self._leaves(head)
             self.start(head, placement, now)
         if self.policy == "easy" and len(self.waiting) > 1:
             self.backfill(now)
 
     def backfill(self, now: float) -> None:
-        self.fill(now, self.waiting[0])
+        self.fill(now, self._head())
 
     def fill(self, now: float, head: Job | None) -> None:
         """Start every waiting job after ``head`` that fits now (every waiting job when ``head``
@@ -399,7 +399,6 @@ class _Baseline:
         # Per shape, how many copies of it the room holds, since the last job started: a job of
         # more tasks does not fit (``fit`` would say so from the same tally).
         room: dict[tuple[object, ...], int] = {}
-        started: set[str] = set()
         while (following := fits.next()) is not None:
             group, at, job = following
             request = self.requests[job.id]
@@ -434,22 +433,24 @@ class _Baseline:
             delaying.clear()
             room.clear()
             self.cluster.take(job, placement, request)
-            started.add(job.id)
             place = self.place_of[job.id]
             self._leaves(job)
             self.start(job, placement, now)
             fits.started(group, place)
-        if started:
-            self.waiting = [job for job in self.waiting if job.id not in started]
+
+    def _head(self) -> Job:
+        """The job at the head of the queue."""
+        return next(iter(self.waiting.values()))
 
     def _waits(self, job: Job) -> None:
-        self.waiting.append(job)
+        self.waiting[job.id] = job
         shape = self.cluster.shape(job, self.requests[job.id])
         place = self.place_of[job.id] = next(self.arrivals)
         self.sizes.setdefault(shape, (job, {}))[1].setdefault(job.tasks, []).append((place, job))
 
     def _leaves(self, job: Job) -> None:
-        """``job`` no longer waits (``waiting`` is the caller's to change)."""
+        """``job`` no longer waits."""
+        del self.waiting[job.id]
         shape = self.cluster.shape(job, self.requests[job.id])
         counts = self.sizes[shape][1]
         alike = counts[job.tasks]
