@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -234,6 +235,30 @@ def _planned(job: Job) -> float | None:
     return job.duration if job.estimate is None else job.estimate
 
 
+def _runtime(job: Job) -> float:
+    """``_planned``, infinite for a job of unknown duration."""
+    runtime = _planned(job)
+    return math.inf if runtime is None else runtime
+
+
+@dataclass
+class _Group:
+    """The waiting jobs of one shape and number of tasks (alike to first fit), each with its
+    place in the queue, in queue order; and their planned runtimes (``_planned``; infinite for a
+    job of unknown duration), sorted: when the shortest outlives a time, they all do."""
+
+    jobs: list[tuple[int, Job]] = field(default_factory=list)
+    runtimes: list[float] = field(default_factory=list)
+
+    def add(self, place: int, job: Job) -> None:
+        self.jobs.append((place, job))
+        bisect.insort(self.runtimes, _runtime(job))
+
+    def remove(self, place: int, job: Job) -> None:
+        del self.jobs[bisect.bisect_left(self.jobs, (place,))]
+        del self.runtimes[bisect.bisect_left(self.runtimes, _runtime(job))]
+
+
 @dataclass
 class _Pass:
     """The waiting jobs one pass of ``_Baseline.fill`` may start, by group (a shape and a number
@@ -242,7 +267,7 @@ class _Pass:
     taken in queue order: which jobs start, and in which order, is that of one look at every
     job in queue order."""
 
-    groups: list[list[tuple[int, Job]]]  # ``sizes``' own lists: a job that starts leaves its group
+    groups: list[_Group]  # ``sizes``' own: a job that starts leaves its group
     _heap: list[tuple[int, int]] = field(default_factory=list)  # (place of a group's next job, group)
     _looking: dict[int, int] = field(default_factory=dict)  # group -> place of its next job, while it has one
     _ending: set[int] = field(default_factory=set)  # groups looking at their next job that ends by the shadow time
@@ -257,7 +282,7 @@ class _Pass:
         while self._heap:
             place, group = heapq.heappop(self._heap)
             if self._looking.get(group) == place:  # else the group's next job moved since
-                alike = self.groups[group]
+                alike = self.groups[group].jobs
                 at = bisect.bisect_left(alike, (place,))
                 return group, at, alike[at][1]
         return None
@@ -272,11 +297,13 @@ class _Pass:
         then: so would every job of the group that outlives it until a job starts and moves the
         room, so the group's next job is its next one that ends by ``shadow``."""
         self._ending.add(group)
-        for place, job in itertools.islice(self.groups[group], at + 1, None):
-            runtime = _planned(job)
-            if runtime is not None and now + runtime <= shadow:
-                self.look(group, place)
-                return
+        alike = self.groups[group]
+        if now + alike.runtimes[0] <= shadow:  # else none of the group ends by then
+            for place, job in itertools.islice(alike.jobs, at + 1, None):
+                runtime = _planned(job)
+                if runtime is not None and now + runtime <= shadow:
+                    self.look(group, place)
+                    return
         del self._looking[group]
 
     def started(self, group: int, place: int) -> None:
@@ -284,7 +311,7 @@ class _Pass:
         job that ends by the shadow time look next at their first job after it."""
         self._ending.add(group)
         for moved in self._ending:
-            alike = self.groups[moved]
+            alike = self.groups[moved].jobs
             at = bisect.bisect_left(alike, (place + 1,))
             if at < len(alike):
                 self.look(moved, alike[at][0])
@@ -307,9 +334,9 @@ class _Baseline:
     # (planned end, start order, job id) of the running jobs with a planned runtime, sorted: the
     # order in which EASY expects them to give their nodes back (equal ends in start order).
     planned: list[tuple[float, int, str]] = field(default_factory=list)
-    # Per shape of the waiting jobs: one of them, and those waiting with each number of tasks,
-    # each with its place in the queue (``arrivals``), in queue order.
-    sizes: dict[tuple[object, ...], tuple[Job, dict[int, list[tuple[int, Job]]]]] = field(default_factory=dict)
+    # Per shape of the waiting jobs: one of them, and those waiting with each number of tasks
+    # (``_Group``), each with its place in the queue (``arrivals``), in queue order.
+    sizes: dict[tuple[object, ...], tuple[Job, dict[int, _Group]]] = field(default_factory=dict)
     arrivals: itertools.count[int] = field(default_factory=itertools.count)
     place_of: dict[str, int] = field(default_factory=dict)  # waiting job -> its place in the queue
 
@@ -446,7 +473,11 @@ class _Baseline:
         self.waiting[job.id] = job
         shape = self.cluster.shape(job, self.requests[job.id])
         place = self.place_of[job.id] = next(self.arrivals)
-        self.sizes.setdefault(shape, (job, {}))[1].setdefault(job.tasks, []).append((place, job))
+        counts = self.sizes.setdefault(shape, (job, {}))[1]
+        alike = counts.get(job.tasks)
+        if alike is None:
+            alike = counts[job.tasks] = _Group()
+        alike.add(place, job)
 
     def _leaves(self, job: Job) -> None:
         """``job`` no longer waits."""
@@ -454,8 +485,8 @@ class _Baseline:
         shape = self.cluster.shape(job, self.requests[job.id])
         counts = self.sizes[shape][1]
         alike = counts[job.tasks]
-        del alike[bisect.bisect_left(alike, (self.place_of.pop(job.id),))]
-        if not alike:
+        alike.remove(self.place_of.pop(job.id), job)
+        if not alike.jobs:
             del counts[job.tasks]
             if not counts:
                 del self.sizes[shape]
@@ -468,8 +499,8 @@ class _Baseline:
         for job, counts in self.sizes.values():
             copies = self.cluster.tally(job, self.requests[job.id]).total
             for tasks, alike in counts.items():
-                if tasks <= copies and (at := bisect.bisect_left(alike, (after + 1,))) < len(alike):
-                    fits.look(len(fits.groups), alike[at][0])
+                if tasks <= copies and (at := bisect.bisect_left(alike.jobs, (after + 1,))) < len(alike.jobs):
+                    fits.look(len(fits.groups), alike.jobs[at][0])
                     fits.groups.append(alike)
         return fits
 
