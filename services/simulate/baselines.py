@@ -71,7 +71,7 @@ class _Tally:
     tasks are alike, so first fit places them all exactly when ``total`` reaches their number."""
 
     request: ResourceList
-    copies: dict[int, int]
+    copies: dict[int, int]  # in node order
     total: int
     seen: int = 0  # for a shape's tally on the cluster's room: how much of its log of changed nodes it has read
 
@@ -131,54 +131,46 @@ class _Cluster:
             ]
         return nodes
 
-    def place(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
-        """First fit for every task on ``free`` (default: now), taken from it; None (and nothing
-        taken) when a task does not fit."""
-        placement = self.fit(job, request, free)
+    def place(self, job: Job, request: ResourceList) -> Placement | None:
+        """First fit for every task now, taken from the room; None (and nothing taken) when a
+        task does not fit."""
+        placement = self.fit(job, request)
         if placement is not None:
-            self.take(job, placement, request, free)
+            self.take(job, placement, request)
         return placement
 
-    def fit(self, job: Job, request: ResourceList, free: list[ResourceList] | None = None) -> Placement | None:
-        """Where first fit puts every task on ``free`` (default: now), taking nothing; None when
-        a task does not fit.
+    def fit(self, job: Job, request: ResourceList) -> Placement | None:
+        """Where first fit puts every task now, taking nothing; None when a task does not fit.
 
         The tasks are alike and room only shrinks as they are placed, so first fit puts as many
-        as fit on the first node with room, then goes on to the next: one pass over the nodes.
-        On the room now, how many a node takes is read from the shape's tally."""
-        free = self.free if free is None else free
-        key = self.shape(job, request) if free is self.free else None
-        tally = None if key is None else self._tally(key, job, request)
-        if tally is not None and tally.total < job.tasks:
+        as fit on the first node with room, then goes on to the next: one pass over the nodes,
+        reading how many each takes from the shape's tally."""
+        key = self.shape(job, request)
+        tally = self._tally(key, job, request)
+        if tally.total < job.tasks:
             return None  # its tally says first fit would not place it all
-        allowed = self.allowed(job)
-        start = 0 if key is None else bisect.bisect_left(allowed, self._starts.get(key, 0))
-        wanted = job.tasks
+        wanted = job.tasks  # the tally holds that many copies from the first node with room on
         placement: Placement = []
-        for position in range(start, len(allowed)) if wanted else ():
-            index = allowed[position]
-            take = _copies(free[index], request, wanted) if tally is None else min(tally.copies[index], wanted)
-            if take:
-                placement.extend([index] * take)
-                wanted -= take
-                if not wanted:
-                    break
-        if key is not None and job.tasks:  # no node before the first with room has any
-            self._starts[key] = placement[0] if placement else len(self.free)
-        return None if wanted else placement
+        if wanted:  # no node before the first with room has any
+            start = bisect.bisect_left(self.allowed(job), self._starts.get(key, 0))
+            for index, copies in itertools.islice(tally.copies.items(), start, None):
+                if copies:
+                    take = min(copies, wanted)
+                    placement.extend([index] * take)
+                    wanted -= take
+                    if not wanted:
+                        break
+            self._starts[key] = placement[0]
+        return placement
 
-    def take(
-        self, job: Job, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None
-    ) -> None:
-        """Take ``placement`` (``fit``'s answer on the same ``free``) out of the room."""
-        rooms = self.free if free is None else free
+    def take(self, job: Job, placement: Placement, request: ResourceList) -> None:
+        """Take ``placement`` (``fit``'s answer) out of the room now."""
         taken = {name: -amount for name, amount in request.items()}
         for index in placement:
-            add(rooms[index], taken)
-        if rooms is self.free:
-            if placement:  # the nodes before the last one taken from are now full for it
-                self._starts[self.shape(job, request)] = placement[-1]
-            self._changed.extend(placement)
+            add(self.free[index], taken)
+        if placement:  # the nodes before the last one taken from are now full for it
+            self._starts[self.shape(job, request)] = placement[-1]
+        self._changed.extend(placement)
 
     def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
         rooms = self.free if free is None else free
