@@ -497,10 +497,9 @@ class _Baseline:
         return fits
 
     def run(self) -> Outcome:
-        empty = _Cluster.of(self.nodes)
         jobs = {job.id: job for job in self.trace.jobs}
-        for job in self.trace.jobs:
-            if empty.tally(job, self.requests[job.id]).total >= job.tasks:  # else it never fits: left out
+        for job in self.trace.jobs:  # on the cluster while it is empty
+            if self.cluster.tally(job, self.requests[job.id]).total >= job.tasks:  # else it never fits: left out
                 heapq.heappush(self.events, (job.submit, _ARRIVE, next(self.order), job.id))
         while self.events:
             now = self.events[0][0]
