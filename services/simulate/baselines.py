@@ -317,7 +317,7 @@ class _Baseline:
     trace: Trace
     nodes: tuple[Node, ...]
     policy: str
-    waiting: dict[str, Job] = field(default_factory=dict)  # by id, in queue order
+    waiting: dict[str, Job] = field(default_factory=dict)  # by id
     running: dict[str, _Running] = field(default_factory=dict)
     allocated: ResourceList = field(default_factory=dict)
     by_queue: dict[str, ResourceList] = field(default_factory=dict)
@@ -327,9 +327,10 @@ class _Baseline:
     # order in which EASY expects them to give their nodes back (equal ends in start order).
     planned: list[tuple[float, int, str]] = field(default_factory=list)
     # Per shape of the waiting jobs: one of them, and those waiting with each number of tasks
-    # (``_Group``), each with its place in the queue (``arrivals``), in queue order.
+    # (``_Group``), each with its place in the queue (``arrived``), in queue order.
     sizes: dict[tuple[object, ...], tuple[Job, dict[int, _Group]]] = field(default_factory=dict)
-    arrivals: itertools.count[int] = field(default_factory=itertools.count)
+    arrived: list[Job] = field(default_factory=list)  # every job that waited, at its place in the queue
+    first: int = 0  # no job before this place in the queue still waits
     place_of: dict[str, int] = field(default_factory=dict)  # waiting job -> its place in the queue
 
     def __post_init__(self) -> None:
@@ -353,8 +354,9 @@ class _Baseline:
             bisect.insort(self.planned, planned)
         self.running[job.id] = _Running(end, job, placement, now, planned)
         self.outcome.jobs[job.id].start = now
-        add(self.allocated, self._usage(job, 1))
-        add(self.by_queue.setdefault(job.queue, {}), self._usage(job, 1))
+        usage = self._usage(job, 1)
+        add(self.allocated, usage)
+        add(self.by_queue.setdefault(job.queue, {}), usage)
         if end is not None:
             heapq.heappush(self.events, (end, _FINISH, next(self.order), job.id))
 
@@ -363,8 +365,9 @@ class _Baseline:
         if done.planned is not None:
             del self.planned[bisect.bisect_left(self.planned, done.planned)]
         self.cluster.release(done.placement, self.requests[job_id])
-        add(self.allocated, self._usage(done.job, -1))
-        add(self.by_queue[done.job.queue], self._usage(done.job, -1))
+        usage = self._usage(done.job, -1)
+        add(self.allocated, usage)
+        add(self.by_queue[done.job.queue], usage)
         self.outcome.jobs[job_id].end = now
 
     def shadow(self, head: Job, now: float) -> tuple[float, list[ResourceList], _Tally] | None:
@@ -458,13 +461,16 @@ class _Baseline:
             fits.started(group, place)
 
     def _head(self) -> Job:
-        """The job at the head of the queue."""
-        return next(iter(self.waiting.values()))
+        """The job at the head of the queue: the first in ``arrived`` that still waits."""
+        while self.arrived[self.first].id not in self.waiting:
+            self.first += 1
+        return self.arrived[self.first]
 
     def _waits(self, job: Job) -> None:
         self.waiting[job.id] = job
         shape = self.cluster.shape(job, self.requests[job.id])
-        place = self.place_of[job.id] = next(self.arrivals)
+        place = self.place_of[job.id] = len(self.arrived)
+        self.arrived.append(job)
         counts = self.sizes.setdefault(shape, (job, {}))[1]
         alike = counts.get(job.tasks)
         if alike is None:
