@@ -342,6 +342,11 @@ class _Baseline:
         for room in self.cluster.free:
             add(capacity, {name: amount for name, amount in room.items() if name != "pods"})
         self.outcome = Outcome(self.policy, capacity, {job.id: JobRecord(job) for job in self.trace.jobs})
+        # The rooms ``shadow`` hands out, kept from one shadow time to the next: a copy of the
+        # room now but on the nodes in ``stale`` (whose room changed since, or that the last
+        # shadow time gave back), so a shadow time copies those rooms only.
+        self.later = [dict(room) for room in self.cluster.free]
+        self.stale: set[int] = set()
 
     def _usage(self, job: Job, sign: int) -> ResourceList:
         return {name: sign * amount * job.tasks for name, amount in self.requests[job.id].items() if name != "pods"}
@@ -353,6 +358,7 @@ class _Baseline:
         if planned is not None:
             bisect.insort(self.planned, planned)
         self.running[job.id] = _Running(end, job, placement, now, planned)
+        self.stale.update(placement)
         self.outcome.jobs[job.id].start = now
         usage = self._usage(job, 1)
         add(self.allocated, usage)
@@ -365,6 +371,7 @@ class _Baseline:
         if done.planned is not None:
             del self.planned[bisect.bisect_left(self.planned, done.planned)]
         self.cluster.release(done.placement, self.requests[job_id])
+        self.stale.update(done.placement)
         usage = self._usage(done.job, -1)
         add(self.allocated, usage)
         add(self.by_queue[done.job.queue], usage)
@@ -377,11 +384,15 @@ class _Baseline:
         The head's tasks are alike, so first fit places them all exactly when the allowed nodes
         hold that many copies of its request in all: that count is kept as the running jobs'
         ends give their nodes back, one job at a time in end order."""
-        free = [dict(room) for room in self.cluster.free]
+        free = self.later
+        for index in self.stale:
+            free[index] = dict(self.cluster.free[index])
+        self.stale.clear()
         current = self.cluster.tally(head, self.requests[head.id])
         tally = _Tally(current.request, dict(current.copies), current.total)
         for end, _, job_id in self.planned:
             run = self.running[job_id]
+            self.stale.update(run.placement)
             self.cluster.release(run.placement, self.requests[job_id], free)
             tally.update(free, run.placement)
             if tally.total >= head.tasks:
