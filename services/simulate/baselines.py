@@ -38,6 +38,7 @@ Placement = list[int]  # the node index of each task
 _ARRIVE, _FINISH = 1, 0  # at equal times, finishes free their room before arrivals look for it
 TALLIES = 256  # shapes whose tallies are kept at once
 CHANGED_KEPT = 1 << 16  # nodes in the log of changed rooms past which what every tally read is dropped
+MOST = 1 << 30  # copies counted at most on one node
 
 
 Affinity = tuple[tuple[str, tuple[str, ...]], ...]
@@ -53,7 +54,7 @@ def _start_key(affinity: Affinity, request: ResourceList) -> tuple[object, ...]:
     return (affinity, *request.items())
 
 
-def _copies(room: ResourceList, request: ResourceList, most: int = 1 << 30) -> int:
+def _copies(room: ResourceList, request: ResourceList, most: int = MOST) -> int:
     """How many tasks of ``request`` fit in ``room``, counted up to ``most`` (leaving at the first
     resource without a copy)."""
     copies = most
@@ -63,6 +64,12 @@ def _copies(room: ResourceList, request: ResourceList, most: int = 1 << 30) -> i
             if not copies:
                 break
     return copies
+
+
+def _give_back(rooms: list[ResourceList], placement: Placement, request: ResourceList) -> None:
+    """Add ``request`` back to the room of the node of each task in ``placement``."""
+    for index in placement:
+        add(rooms[index], request)
 
 
 @dataclass
@@ -97,8 +104,9 @@ class _Cluster:
     _affinities: dict[str, Affinity] = field(default_factory=dict)  # job id -> its affinity, made once
     _shapes: dict[str, tuple[object, ...]] = field(default_factory=dict)  # job id -> its shape (``shape``)
     # Per node affinity and request asked (a shape): its tally on ``free``, brought up to date
-    # when asked from the nodes whose room changed since (``_changed``, in order), so whether a
-    # job fits now is one look (past ``TALLIES`` shapes, the one asked first is dropped).
+    # when asked from the nodes whose room changed since (``_changed``, in order), or at once by
+    # a start or end of its own shape (``_moved``), so whether a job fits now is one look (past
+    # ``TALLIES`` shapes, the one asked first is dropped).
     _tallies: dict[tuple[object, ...], _Tally] = field(default_factory=dict)
     _changed: list[int] = field(default_factory=list)
     # Per node affinity and request: the first node (by index) that may still have room for one
@@ -169,19 +177,39 @@ class _Cluster:
         for index in placement:
             add(self.free[index], taken)
         if placement:  # the nodes before the last one taken from are now full for it
-            self._starts[self.shape(job, request)] = placement[-1]
-        self._changed.extend(placement)
+            key = self.shape(job, request)
+            self._starts[key] = placement[-1]
+            self._moved(key, placement, -1)
 
-    def release(self, placement: Placement, request: ResourceList, free: list[ResourceList] | None = None) -> None:
-        rooms = self.free if free is None else free
-        for index in placement:
-            add(rooms[index], request)
-        if rooms is self.free and placement:
+    def release(self, job: Job, placement: Placement, request: ResourceList) -> None:
+        """Give ``placement`` (``job``'s) back to the room now."""
+        _give_back(self.free, placement, request)
+        if placement:
             low = min(placement)
             for key, start in self._starts.items():
                 if start > low:
                     self._starts[key] = low
-            self._changed.extend(placement)
+            self._moved(self.shape(job, request), placement, 1)
+
+    def _moved(self, key: tuple[object, ...], placement: Placement, step: int) -> None:
+        """Log the nodes of ``placement`` as changed, one task of shape ``key`` taken (``step``
+        -1) or given back (+1) on each. The shape's own tally, when it has read the whole log,
+        reads them at once: a task of its own request moves the room of each resource it asks
+        for by exactly one copy, so a node's count moves by one a task (below ``MOST``; at it,
+        the node is counted again)."""
+        tally = self._tallies.get(key)
+        current = tally is not None and tally.seen == len(self._changed)
+        self._changed.extend(placement)
+        if tally is None or not current:
+            return
+        for index in placement:
+            copies = tally.copies[index]
+            if copies >= MOST:
+                tally.update(self.free, placement)
+                break
+            tally.copies[index] = copies + step
+            tally.total += step
+        tally.seen = len(self._changed)
 
     def shape(self, job: Job, request: ResourceList) -> tuple[object, ...]:
         """``job``'s node affinity and request (``request``: its own, always), made once."""
@@ -370,7 +398,7 @@ class _Baseline:
         done = self.running.pop(job_id)
         if done.planned is not None:
             del self.planned[bisect.bisect_left(self.planned, done.planned)]
-        self.cluster.release(done.placement, self.requests[job_id])
+        self.cluster.release(done.job, done.placement, self.requests[job_id])
         self.stale.update(done.placement)
         usage = self._usage(done.job, -1)
         add(self.allocated, usage)
@@ -393,7 +421,7 @@ class _Baseline:
         for end, _, job_id in self.planned:
             run = self.running[job_id]
             self.stale.update(run.placement)
-            self.cluster.release(run.placement, self.requests[job_id], free)
+            _give_back(free, run.placement, self.requests[job_id])
             tally.update(free, run.placement)
             if tally.total >= head.tasks:
                 return max(end, now), free, tally
@@ -458,7 +486,7 @@ class _Baseline:
                     add(later[index], {name: -amount for name, amount in request.items()})
                 later_head.update(later, placement)
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
-                    self.cluster.release(placement, request, later)
+                    _give_back(later, placement, request)
                     later_head.update(later, placement)
                     delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
                     fits.delays(group, at, now, reservation[0])
