@@ -95,6 +95,24 @@ class _Tally:
                 new = self.copies[index] = _copies(free[index], self.request)
                 self.total += new - old
 
+    def moved(self, free: list[ResourceList], placement: Placement, request: ResourceList, step: int) -> None:
+        """The rooms of ``placement``'s nodes in ``free`` changed by one task of ``request`` each,
+        taken (``step`` -1) or given back (+1). A task of this tally's own request moves the room
+        of each resource it asks for by exactly one copy, so a node's count moves by one a task
+        (below ``MOST``; at it, the nodes are counted again); another request's, counted again."""
+        if request != self.request:
+            self.update(free, placement)
+            return
+        for index in placement:
+            copies = self.copies.get(index)
+            if copies is None:
+                continue
+            if copies >= MOST:
+                self.update(free, placement)
+                return
+            self.copies[index] = copies + step
+            self.total += step
+
 
 @dataclass
 class _Cluster:
@@ -179,7 +197,7 @@ class _Cluster:
         if placement:  # the nodes before the last one taken from are now full for it
             key = self.shape(job, request)
             self._starts[key] = placement[-1]
-            self._moved(key, placement, -1)
+            self._moved(key, placement, request, -1)
 
     def release(self, job: Job, placement: Placement, request: ResourceList) -> None:
         """Give ``placement`` (``job``'s) back to the room now."""
@@ -189,27 +207,18 @@ class _Cluster:
             for key, start in self._starts.items():
                 if start > low:
                     self._starts[key] = low
-            self._moved(self.shape(job, request), placement, 1)
+            self._moved(self.shape(job, request), placement, request, 1)
 
-    def _moved(self, key: tuple[object, ...], placement: Placement, step: int) -> None:
-        """Log the nodes of ``placement`` as changed, one task of shape ``key`` taken (``step``
-        -1) or given back (+1) on each. The shape's own tally, when it has read the whole log,
-        reads them at once: a task of its own request moves the room of each resource it asks
-        for by exactly one copy, so a node's count moves by one a task (below ``MOST``; at it,
-        the node is counted again)."""
+    def _moved(self, key: tuple[object, ...], placement: Placement, request: ResourceList, step: int) -> None:
+        """Log the nodes of ``placement`` as changed, one task of shape ``key`` (of ``request``)
+        taken (``step`` -1) or given back (+1) on each. The shape's own tally, when it has read
+        the whole log, reads them at once (``_Tally.moved``)."""
         tally = self._tallies.get(key)
         current = tally is not None and tally.seen == len(self._changed)
         self._changed.extend(placement)
-        if tally is None or not current:
-            return
-        for index in placement:
-            copies = tally.copies[index]
-            if copies >= MOST:
-                tally.update(self.free, placement)
-                break
-            tally.copies[index] = copies + step
-            tally.total += step
-        tally.seen = len(self._changed)
+        if tally is not None and current:
+            tally.moved(self.free, placement, request, step)
+            tally.seen = len(self._changed)
 
     def shape(self, job: Job, request: ResourceList) -> tuple[object, ...]:
         """``job``'s node affinity and request (``request``: its own, always), made once."""
@@ -422,7 +431,7 @@ class _Baseline:
             run = self.running[job_id]
             self.stale.update(run.placement)
             _give_back(free, run.placement, self.requests[job_id])
-            tally.update(free, run.placement)
+            tally.moved(free, run.placement, self.requests[job_id], 1)
             if tally.total >= head.tasks:
                 return max(end, now), free, tally
         return None
@@ -484,10 +493,10 @@ class _Baseline:
                 _, later, later_head = reservation
                 for index in placement:
                     add(later[index], {name: -amount for name, amount in request.items()})
-                later_head.update(later, placement)
+                later_head.moved(later, placement, request, -1)
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
                     _give_back(later, placement, request)
-                    later_head.update(later, placement)
+                    later_head.moved(later, placement, request, 1)
                     delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
                     fits.delays(group, at, now, reservation[0])
                     continue
