@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from domain.decisions import Decision, DecisionKind, PodGroupStatus
+from domain.decisions import Bind, Decision, DecisionKind, PodGroupStatus, QueueStatus
 from domain.engine import Engine
 from domain.events import parse_event, parse_watch
 from domain.quantity import ResourceList, add, parse_milli
@@ -235,14 +235,14 @@ class SimCluster:
     # -- decisions --------------------------------------------------------------------------
 
     def _apply(self, decision: Decision) -> None:
+        # A kind's fields are read from the decision itself: ``decision.fields`` converts all of it.
         target = decision.target
-        if decision.kind is DecisionKind.BIND and target.name in self.pods:
-            self._bind(self.pods[target.name], decision.fields["node"])
+        if isinstance(decision, Bind) and target.name in self.pods:
+            self._bind(self.pods[target.name], decision.node)
         elif isinstance(decision, PodGroupStatus) and target.name in self.groups:
             self._group_status(self.groups[target.name], decision)
-        elif decision.kind is DecisionKind.QUEUE_STATUS:
-            fields = decision.fields
-            status = {"state": fields["state"], "allocated": fields["allocated"]}
+        elif isinstance(decision, QueueStatus):
+            status = {"state": decision.state, "allocated": decision.allocated}
             self.emit("MODIFIED", self._queue_object(target.name, status))
         elif decision.kind is DecisionKind.EVICT and target.kind == "Pod" and target.name in self.pods:
             self._evict(self.pods[target.name])
