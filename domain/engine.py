@@ -6,8 +6,9 @@ they cannot disagree."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from domain.cache import ClusterCache
 from domain.cycle import run_cycle
@@ -18,8 +19,10 @@ from domain.scheduler.config import SchedulerConfig
 from domain.state import ClusterState
 
 
-@dataclass(frozen=True, slots=True)
-class Processed:
+class Processed(msgspec.Struct, frozen=True):
+    """What one event did: its seq and the decisions of the cycle it triggered (a frozen struct,
+    made for every event at a fraction of a frozen dataclass's cost)."""
+
     cluster: str
     seq: int
     decisions: list[Decision]
