@@ -69,6 +69,9 @@ class NodeMemo:
     nodes_table: NodeTable | None = None
     placed: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> the node it holds resources on
     loads: dict[str, dict[ObjectKey, ResourceList]] = field(default_factory=dict)  # node -> pod -> request
+    # node -> its allocatable less its loads, made when its loads or ``nodes_table`` last changed
+    # (a node's idle starts as a copy of it: never change it)
+    unloaded: dict[str, ResourceList] = field(default_factory=dict)
     touched: set[str] = field(default_factory=set)  # nodes the last session's statements changed
     rebuilt: set[str] | None = None  # nodes the last ``idle_nodes`` built again; None: all of them
 
@@ -110,12 +113,16 @@ def node_table(state: ClusterState, memo: NodeMemo, changes: Changes, label: str
     return memo.table
 
 
-def _fresh(row: NodeRow, load: Iterable[ResourceList]) -> NodeInfo:
+def _unloaded(row: NodeRow, load: Iterable[ResourceList]) -> ResourceList:
     idle = dict(row.allocatable)
     for request in load:
         for name, amount in request.items():
             idle[name] = idle.get(name, 0) - amount
-    return NodeInfo(row.name, row.node, row.allocatable, idle, row.labels)
+    return idle
+
+
+def _fresh(row: NodeRow, unloaded: ResourceList) -> NodeInfo:
+    return NodeInfo(row.name, row.node, row.allocatable, dict(unloaded), row.labels)
 
 
 def _place(state: ClusterState, memo: NodeMemo, facts: Facts, changed: Iterable[ObjectKey]) -> set[str]:
@@ -151,16 +158,22 @@ def idle_nodes(
         moved = _place(state, memo, facts, list(state.objects.get("Pod", {})))
     else:
         moved = _place(state, memo, facts, sorted(changed))
-    nodes = memo.nodes
+    nodes, loads = memo.nodes, memo.loads
     rebuilt: set[str] | None = None
     if nodes is None or memo.nodes_table is not table:
-        nodes = {name: _fresh(row, memo.loads.get(name, {}).values()) for name, row in table.rows.items()}
+        unloaded = memo.unloaded = {
+            name: _unloaded(row, loads.get(name, {}).values()) for name, row in table.rows.items()
+        }
+        nodes = {name: _fresh(row, unloaded[name]) for name, row in table.rows.items()}
     else:
+        unloaded = memo.unloaded
         rebuilt = set()
         for name in memo.touched | moved:
             row = table.rows.get(name)
             if row is not None:
-                nodes[name] = _fresh(row, memo.loads.get(name, {}).values())
+                if name in moved:  # else only the statements touched it: its loads are as they were
+                    unloaded[name] = _unloaded(row, loads.get(name, {}).values())
+                nodes[name] = _fresh(row, unloaded[name])
                 rebuilt.add(name)
     memo.nodes, memo.nodes_table, memo.touched, memo.rebuilt = nodes, table, set(), rebuilt
     return nodes
