@@ -79,7 +79,7 @@ def file_pod(
     machine = state.machines.get("Pod", {}).get(pod_key)  # ``state.status_of(pod)``, without the key again
     node = state.node_of(pod, pod_key)
     ours = pod.spec.scheduler_name == config.scheduler_name
-    facts = pod_facts(memo, pod)
+    facts = pod_facts(memo, pod_key, pod)
     group_name, key = facts.group, facts.job or pod_key
     group = state.objects.get("PodGroup", {}).get(key) if group_name else None
     status = _task_status(pod, machine, node)

@@ -222,7 +222,7 @@ def renew(
             dirty.add(old)
         pod = live.get(pod_key)
         if isinstance(pod, Pod):
-            key = pod_facts(memo, pod).job or pod_key
+            key = pod_facts(memo, pod_key, pod).job or pod_key
             table.pod_jobs[pod_key] = key
             table.members.setdefault(key, set()).add(pod_key)
             dirty.add(key)

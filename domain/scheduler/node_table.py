@@ -134,7 +134,7 @@ def _place(state: ClusterState, memo: NodeMemo, facts: Facts, changed: Iterable[
         before = memo.loads[old].pop(key) if old else None
         pod = pods.get(key)
         name = state.node_of(pod, key) if isinstance(pod, Pod) and not pod.is_finished() else ""
-        request = request_of(facts, pod) if name and isinstance(pod, Pod) else None
+        request = request_of(facts, key, pod) if name and isinstance(pod, Pod) else None
         if name and request is not None:
             memo.placed[key] = name
             memo.loads.setdefault(name, {})[key] = request

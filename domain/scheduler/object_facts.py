@@ -3,7 +3,8 @@
 The objects of a ``ClusterState`` are immutable and replaced on every change, so what is derived
 from one (a pod's effective request, what its task takes from it, what a job takes from its
 PodGroup) stays right for as long as the same object is there. ``Facts`` keeps these between
-cycles in the scheduler's cache; a fresh one gives the same snapshot.
+cycles in the scheduler's cache; a fresh one gives the same snapshot. A pod's are kept under its
+key, with the object they were taken from: a new object under the key replaces them.
 """
 
 from __future__ import annotations
@@ -46,35 +47,31 @@ class GroupFacts:
 
 @dataclass(slots=True, eq=False)
 class Facts:
-    requests: dict[int, tuple[Pod, ResourceList]] = field(default_factory=dict)  # id(pod) -> (pod, request)
-    facts: dict[int, tuple[Pod, PodFacts]] = field(default_factory=dict)  # id(pod) -> (pod, its facts)
+    pods: dict[ObjectKey, tuple[Pod, PodFacts]] = field(default_factory=dict)  # pod key -> (pod, its facts)
     groups: dict[int, tuple[PodGroup, str, GroupFacts]] = field(default_factory=dict)  # id -> (group, label, facts)
 
 
-def request_of(memo: Facts, pod: Pod) -> ResourceList:
-    """``pod.spec.requests()``, computed once per pod object; the caller must not change it."""
-    entry = memo.requests.get(id(pod))
-    if entry is None or entry[0] is not pod:
-        entry = memo.requests[id(pod)] = (pod, pod.spec.requests())
-    return entry[1]
+def request_of(memo: Facts, key: ObjectKey, pod: Pod) -> ResourceList:
+    """``pod.spec.requests()`` of the pod ``key``, computed once per pod object; the caller must not change it."""
+    return pod_facts(memo, key, pod).request
 
 
 def seconds(moment: datetime | None) -> float:
     return ((moment or _EPOCH) - _EPOCH).total_seconds()
 
 
-def pod_facts(memo: Facts, pod: Pod) -> PodFacts:
-    """What a task takes from its pod alone, computed once per pod object."""
-    entry = memo.facts.get(id(pod))
+def pod_facts(memo: Facts, key: ObjectKey, pod: Pod) -> PodFacts:
+    """What a task takes from its pod (the pod ``key``) alone, computed once per pod object."""
+    entry = memo.pods.get(key)
     if entry is None or entry[0] is not pod:
         name = pod.group_name()
         job = ObjectKey(f"{pod.metadata.namespace}/{name}") if name else None
         # The task name: the annotation, else the label of the same name (Volcano's getTaskID).
         role = pod.metadata.annotations.get(TASK_SPEC_ANNOTATION) or pod.metadata.labels.get(TASK_SPEC_ANNOTATION, "")
         facts = PodFacts(
-            name, job, request_of(memo, pod), pod.spec.priority or 0, role, seconds(pod.metadata.creation_timestamp)
+            name, job, pod.spec.requests(), pod.spec.priority or 0, role, seconds(pod.metadata.creation_timestamp)
         )
-        entry = memo.facts[id(pod)] = (pod, facts)
+        entry = memo.pods[key] = (pod, facts)
     return entry[1]
 
 
@@ -112,12 +109,12 @@ def group_facts(memo: Facts, group: PodGroup, label: str) -> GroupFacts:
     return entry[2]
 
 
-def forget_gone(memo: Facts, pods: dict[object, Pod], groups: dict[object, object]) -> None:
-    """Drop the memoised requests and facts of pod and PodGroup objects the state no longer holds."""
-    if len(memo.requests) > 2 * len(pods) + 64 or len(memo.facts) > 2 * len(pods) + 64:
-        live = {id(p) for p in pods.values()}
-        memo.requests = {k: v for k, v in memo.requests.items() if k in live}
-        memo.facts = {k: v for k, v in memo.facts.items() if k in live}
+def forget_gone(memo: Facts, pods: dict[ObjectKey, Pod], changed: set[ObjectKey], groups: dict[object, object]) -> None:
+    """Drop the memoised facts of the pods and PodGroup objects the state no longer holds;
+    ``changed`` are the pods changed since the last call (a pod's facts go when it does)."""
+    for key in changed:
+        if key not in pods:
+            memo.pods.pop(key, None)
     if len(memo.groups) > 2 * len(groups) + 64:
         live = {id(g) for g in groups.values()}
         memo.groups = {k: v for k, v in memo.groups.items() if k in live}

@@ -207,7 +207,7 @@ def build(state: ClusterState, config: SchedulerConfig, cache: SchedulerCache, c
     nodes = idle_nodes(state, memo, facts, table, changed)
     queues = _queues(state)
     jobs = cache.jobs = job_table.renew(cache.jobs, state, config=config, memo=facts, changes=changes, pods=changed)
-    forget_gone(facts, state.objects.get("Pod", {}), state.objects.get("PodGroup", {}))
+    forget_gone(facts, state.objects.get("Pod", {}), changed, state.objects.get("PodGroup", {}))
     for name, queue in queues.items():
         queue.allocated = dict(jobs.held.get(name, {}))
         queue.asked = dict(jobs.asked.get(name, {}))
