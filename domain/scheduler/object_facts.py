@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from msgspec import structs
+from msgspec import Struct, structs
 
 from domain.objects.core import Pod
 from domain.objects.meta import ObjectKey
@@ -24,9 +24,8 @@ TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"  # the Volcano Job task a pod belo
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class PodFacts:
-    """What a snapshot's task takes from its pod object alone."""
+class PodFacts(Struct, frozen=True, gc=False):
+    """What a snapshot's task takes from its pod object alone (a struct: one is made per pod object)."""
 
     group: str  # its PodGroup's name; "" for a lone pod
     job: ObjectKey | None  # its PodGroup's key; None for a lone pod (the pod's own key)
@@ -36,8 +35,7 @@ class PodFacts:
     created: float
 
 
-@dataclass(frozen=True, slots=True)
-class GroupFacts:
+class GroupFacts(Struct, frozen=True, gc=False):
     """What a snapshot's job takes from its PodGroup object alone."""
 
     created: float
