@@ -2,9 +2,10 @@
 (and the sums and job sets the table keeps), and its nodes from the node table and loads kept
 between cycles, are those of a snapshot built from scratch, after every event of every
 scenario and of a synthetic stream (with its cycles' binds, pipelines, evictions and statuses
-folded in). And the memos kept between cycles (those tables, node rankings, the PodGroups whose
-status is settled) decide what a cycle with none of them decides. What held room reads of a
-kept task for its runtime (read once per task) is what it reads of a new one."""
+folded in); the pods' facts kept between cycles then hold the state's own pod objects alone.
+And the memos kept between cycles (those tables, node rankings, the PodGroups whose status is
+settled) decide what a cycle with none of them decides. What held room reads of a kept task
+for its runtime (read once per task) is what it reads of a new one."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ def _check(lines: list[str], config: SchedulerConfig) -> int:
         before = cache.volcano.jobs
         fresh = dataclasses.replace(state)
         assert _view(state, config, cache) == _view(fresh, config, ClusterCache(fresh))
+        kept_pods = cache.volcano.facts.pods.items()  # the pods' facts hold no pod object gone or replaced
+        assert all(state.pods().get(key) is pod for key, (pod, _) in kept_pods)
         kept += before is not None and cache.volcano.jobs is before
     return kept
 
