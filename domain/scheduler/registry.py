@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from domain.scheduler import candidates
 from domain.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
 from domain.scheduler.cache import SchedulerCache
-from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.config import PluginConfig, SchedulerConfig
 from domain.scheduler.plugins import (
     binpack,
     capacity,
@@ -77,10 +77,24 @@ def reads_clock(config: SchedulerConfig) -> bool:
     return not READ_THE_CLOCK.isdisjoint(config.plugin_names())
 
 
+BUILT = "registry-plugins"  # (the configuration, its plugins as built), in ``SchedulerCache.kept``
+
+
+def built(config: SchedulerConfig, cache: SchedulerCache) -> list[tuple[int, PluginConfig, Plugin]]:
+    """Each configured plugin with its tier, built once for ``config`` and kept in ``cache``: a
+    build reads only the plugin's options, and what a plugin keeps between sessions it keeps in
+    the session's ``kept``, never in what its build returns."""
+    kept = cache.kept.get(BUILT)
+    if not isinstance(kept, tuple) or kept[0] is not config:
+        plugins = [(tier, p, PLUGINS[p.name](p.options)) for tier, ps in enumerate(config.tiers) for p in ps]
+        kept = cache.kept[BUILT] = (config, plugins)
+    return kept[1]
+
+
 def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCache) -> Session:
-    """A session whose plugins, tier by tier, have registered their callbacks. With node-local
-    plugins only it carries on the node rankings of the last cycle, kept in ``cache``. On an
-    idle snapshot (``Snapshot.idle``), a session without plugins."""
+    """A session whose plugins, tier by tier, have registered their callbacks (each plugin
+    ``built`` once). With node-local plugins only it carries on the node rankings of the last
+    cycle, kept in ``cache``. On an idle snapshot (``Snapshot.idle``), a session without plugins."""
     session = Session(snapshot, config)
     session.kept = cache.kept
     if snapshot.idle():
@@ -92,11 +106,9 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig, cache: SchedulerCa
                 kept, kept.predicate, kept.score, snapshot.nodes, snapshot.rebuilt, columns=kept.columns
             )
         return session
-    for tier, plugins in enumerate(config.tiers):
-        session.tier = tier
-        for plugin in plugins:
-            session.switches = plugin.options
-            PLUGINS[plugin.name](plugin.options).on_open(session)
+    for tier, configured, plugin in built(config, cache):
+        session.tier, session.switches = tier, configured.options
+        plugin.on_open(session)
     session.node_local = session.ranks_by(NODE_LOCAL)
     previous, cache.rankings = cache.rankings, None
     if session.node_local:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from domain.objects.meta import ObjectKey
 from domain.quantity import ResourceList
@@ -24,10 +24,10 @@ from domain.scheduler.snapshot import Snapshot
 Key = tuple[float, ...]
 F = TypeVar("F")
 T = TypeVar("T")
+_SWITCH = {point: point.switch for point in ExtensionPoint}  # read once: a property on every registration costs
 
 
-@dataclass(frozen=True, slots=True)
-class Hook(Generic[F]):
+class Hook(NamedTuple, Generic[F]):
     tier: int
     plugin: str
     fn: F
@@ -100,7 +100,7 @@ class Session:
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.
     def _add(self, hooks: list[Hook[F]], point: ExtensionPoint, plugin: str, fn: F, columns: Any = None) -> None:
         """Register ``fn`` at ``point``, unless the plugin's configuration switches that point off."""
-        if point.switch is not None and self.switches.get(point.switch) is False:
+        if (switch := _SWITCH[point]) is not None and self.switches.get(switch) is False:
             return
         self.points.add(point)
         hooks.append(Hook(self.tier, plugin, fn, columns))
