@@ -6,6 +6,7 @@ only while its minimum fits the queue's real capability."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from domain.quantity import ResourceList
 from domain.reasons import Reason, Verdict
@@ -25,12 +26,42 @@ from domain.scheduler.session import Key, Plugin, Session
 from domain.scheduler.snapshot import Snapshot
 
 NAME = "proportion"
+KEPT = "proportion-shares"  # the last session's ``_Shares``
+
+
+def _leaves(snapshot: Snapshot) -> list[QueueInfo]:
+    return [q for q in snapshot.queues.values() if q.name != ROOT and not q.children]
 
 
 def deserved_shares(snapshot: Snapshot, real: Mapping[str, ResourceList]) -> dict[str, ResourceList]:
     """The whole cluster, water-filled by weight among the leaf queues."""
-    queues = [q for q in snapshot.queues.values() if q.name != ROOT and not q.children]
-    return water_fill(queues, snapshot.total, requests(snapshot), real)
+    return water_fill(_leaves(snapshot), snapshot.total, requests(snapshot), real)
+
+
+@dataclass(slots=True, eq=False)
+class _Shares:
+    """The last session's water-filling: what it read, and the shares and limits it gave."""
+
+    read: tuple[object, ...]
+    deserved: dict[str, ResourceList]
+    limits: dict[str, ResourceList]
+
+
+def _shares(session: Session, real: dict[str, ResourceList]) -> tuple[dict[str, ResourceList], dict[str, ResourceList]]:
+    """``deserved_shares``, and the limits they set (a share of the whole cluster is no limit: then
+    the nodes say why a task does not fit). Water-filling reads only the leaf queues' names,
+    weights and guarantees, the cluster's total, the queues' requests and ``real``: when all are
+    as the last session read them (in about half the cycles), its shares are these (read only)."""
+    snapshot = session.snapshot
+    leaves, total = _leaves(snapshot), dict(snapshot.total)
+    read = ([(q.name, q.weight, dict(q.guarantee)) for q in leaves], total, requests(snapshot), real)
+    last = session.kept.get(KEPT)
+    if isinstance(last, _Shares) and last.read == read:
+        return last.deserved, last.limits
+    deserved = water_fill(leaves, total, read[2], real)
+    limits = {name: {n: a for n, a in shares.items() if a < total.get(n, 0)} for name, shares in deserved.items()}
+    session.kept[KEPT] = _Shares(read, deserved, limits)
+    return deserved, limits
 
 
 def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
@@ -44,11 +75,7 @@ def build(options: Mapping[str, object]) -> Plugin:
         snapshot = session.snapshot
         ledger = Ledger(snapshot, roll_up=False)
         real = real_capabilities(snapshot)
-        deserved = deserved_shares(snapshot, real)
-        # A share of the whole cluster is no limit: then the nodes say why a task does not fit.
-        limits = {
-            name: {n: a for n, a in shares.items() if a < snapshot.total.get(n, 0)} for name, shares in deserved.items()
-        }
+        deserved, limits = _shares(session, real)
 
         def order(queue: QueueInfo) -> Key:
             return priority(queue), share(ledger.used[queue.name], deserved.get(queue.name, {}))
