@@ -46,17 +46,22 @@ def test_plugins_are_built_once_per_configuration() -> None:
 
 
 def test_kept_shares_are_the_shares_water_filled_anew(monkeypatch: pytest.MonkeyPatch) -> None:
-    shares, reused = proportion._shares, []
+    shares, reused, wrong = proportion._shares, [], []
 
     def checked(session: Session, real: dict) -> tuple[dict, dict]:
         last = session.kept.get(proportion.KEPT)
         deserved, limits = shares(session, real)
         reused.append(isinstance(last, proportion._Shares) and deserved is last.deserved)
-        assert deserved == proportion.deserved_shares(session.snapshot, real)
         total = session.snapshot.total
-        assert limits == {q: {n: a for n, a in s.items() if a < total.get(n, 0)} for q, s in deserved.items()}
+        afresh = proportion.deserved_shares(session.snapshot, real)
+        if (deserved, limits) != (
+            afresh,
+            {q: {n: a for n, a in s.items() if a < total.get(n, 0)} for q, s in afresh.items()},
+        ):
+            wrong.append(session.snapshot.now)  # an assert here would be a cycle's reject, not a failure
         return deserved, limits
 
     monkeypatch.setattr(proportion, "_shares", checked)
     run_closed_loop(BUSY, BUSY.nodes, SchedulerConfig(), io.BytesIO(), io.BytesIO())
+    assert wrong == []
     assert any(reused) and not all(reused)
