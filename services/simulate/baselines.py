@@ -66,10 +66,12 @@ def _copies(room: ResourceList, request: ResourceList, most: int = MOST) -> int:
     return copies
 
 
-def _give_back(rooms: list[ResourceList], placement: Placement, request: ResourceList) -> None:
-    """Add ``request`` back to the room of the node of each task in ``placement``."""
+def _shift(rooms: list[ResourceList], placement: Placement, request: ResourceList, step: int) -> None:
+    """One task of ``request`` taken (``step`` -1) from, or given back (+1) to, the room of the
+    node of each task in ``placement``."""
+    amounts = request if step > 0 else {name: -amount for name, amount in request.items()}
     for index in placement:
-        add(rooms[index], request)
+        add(rooms[index], amounts)
 
 
 @dataclass
@@ -191,9 +193,7 @@ class _Cluster:
 
     def take(self, job: Job, placement: Placement, request: ResourceList) -> None:
         """Take ``placement`` (``fit``'s answer) out of the room now."""
-        taken = {name: -amount for name, amount in request.items()}
-        for index in placement:
-            add(self.free[index], taken)
+        _shift(self.free, placement, request, -1)
         if placement:  # the nodes before the last one taken from are now full for it
             key = self.shape(job, request)
             self._starts[key] = placement[-1]
@@ -201,7 +201,7 @@ class _Cluster:
 
     def release(self, job: Job, placement: Placement, request: ResourceList) -> None:
         """Give ``placement`` (``job``'s) back to the room now."""
-        _give_back(self.free, placement, request)
+        _shift(self.free, placement, request, 1)
         if placement:
             low = min(placement)
             for key, start in self._starts.items():
@@ -430,7 +430,7 @@ class _Baseline:
         for end, _, job_id in self.planned:
             run = self.running[job_id]
             self.stale.update(run.placement)
-            _give_back(free, run.placement, self.requests[job_id])
+            _shift(free, run.placement, self.requests[job_id], 1)
             tally.moved(free, run.placement, self.requests[job_id], 1)
             if tally.total >= head.tasks:
                 return max(end, now), free, tally
@@ -491,11 +491,10 @@ class _Baseline:
             if head is not None and reservation is not None and outlives:
                 # The room at the shadow time, with this job still on its nodes, and the head's tally on it.
                 _, later, later_head = reservation
-                for index in placement:
-                    add(later[index], {name: -amount for name, amount in request.items()})
+                _shift(later, placement, request, -1)
                 later_head.moved(later, placement, request, -1)
                 if later_head.total < head.tasks:  # no room left for the head at its shadow time
-                    _give_back(later, placement, request)
+                    _shift(later, placement, request, 1)
                     later_head.moved(later, placement, request, 1)
                     delaying[shape] = min(delaying.get(shape, job.tasks), job.tasks)
                     fits.delays(group, at, now, reservation[0])
