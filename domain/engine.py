@@ -15,7 +15,9 @@ from domain.cycle import run_cycle
 from domain.decisions import Decision
 from domain.events import Inbound, ScheduleMarker
 from domain.kueue import deadlines, workloads
+from domain.scheduler import standstill
 from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.object_facts import seconds
 from domain.state import ClusterState
 
 
@@ -57,16 +59,24 @@ class Engine:
             cache = self.caches[state.name] = ClusterCache(state)
         return cache
 
-    def handle(self, event: Inbound) -> Processed:
+    def handle(self, event: Inbound, *, echoes: bool = False) -> Processed:
         """Fold ``event`` and run the cycle it triggers. An exception of the fold propagates (the
         caller rebuilds the cluster without the event); one of the cycle is caught and the cycle
         skipped, so a single object can never stop the cluster's stream: the same input fails
-        the same way in the worker, in replay and in a restore, so they stay equal."""
+        the same way in the worker, in replay and in a restore, so they stay equal.
+
+        ``echoes``, for a marker: its caller vouches that the events since the last marker only
+        wrote back statuses the cycles decided (the cluster's echo), or that none came. Then the
+        state is what the last cycle left, and if that cycle's outcome stands at this marker's
+        instant (``standstill``) the cycle would decide nothing: it is not run. A replay, which
+        cannot vouch, runs it and decides the same nothing."""
         state = self.state(event.cluster)
         seq = state.next_seq
         state.next_seq += 1
         state.apply(event, seq=seq, history_label=self.config.runtime_history_label)
         if not isinstance(event, ScheduleMarker) and state.on_markers:
+            return Processed(event.cluster, seq, [])
+        if echoes and isinstance(event, ScheduleMarker) and self._stands(state):
             return Processed(event.cluster, seq, [])
         try:
             return Processed(event.cluster, seq, run_cycle(state, self.cache(state), self.config, seq=seq))
@@ -74,6 +84,13 @@ class Engine:
             raise  # the machine, not the input
         except Exception as exc:  # whatever one object makes the cycle raise
             return Processed(event.cluster, seq, [], cycle_failure=f"{type(exc).__name__}: {exc}")
+
+    def _stands(self, state: ClusterState) -> bool:
+        """Whether the outcome of the last cycle over ``state`` stands at its clock: a Volcano
+        cycle's (``standstill``); with Workloads never, as Kueue's steps wait for the clock."""
+        if state.clock is None or state.objects.get("Workload"):
+            return False
+        return seconds(state.clock) < standstill.of(self.cache(state).volcano)
 
     def next_deadline(self, cluster: str) -> datetime | None:
         """The earliest scheduler-clock instant after the cluster's clock at which a cycle would

@@ -21,6 +21,7 @@ from domain.objects.meta import ObjectKey
 from domain.objects.volcano import PodGroup
 from domain.reasons import FitSummary, Reason, failed_words, gang_pipelined, gang_unschedulable, most_severe
 from domain.recorded import Pipelined
+from domain.scheduler import standstill
 from domain.scheduler.infos import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from domain.scheduler.session import Session
 from domain.state import ClusterState
@@ -152,6 +153,7 @@ def pod_group_statuses(state: ClusterState, session: Session, seq: int) -> list[
         decision = _decision(state, group, view, seq)
         if not state.record(decision):
             snapshot.unsettled.add(key)  # refused now: asked again next cycle
+            standstill.now(session)
             continue
         session.found.written.append(key)
         out.append(decision)

@@ -35,7 +35,7 @@ from functools import partial
 from domain import quantity
 from domain.quantity import ResourceList
 from domain.recorded import HeldRoom
-from domain.scheduler import held_plans, node_offers, runtimes
+from domain.scheduler import held_plans, node_offers, runtimes, standstill
 from domain.scheduler.infos import JobInfo, TaskInfo
 from domain.scheduler.node_offers import Facts, Untouched
 from domain.scheduler.node_table import NodeInfo
@@ -90,6 +90,7 @@ def hold(session: Session, job: JobInfo) -> Held | None:
     short = job.min_member - job.placed()
     tasks = job.asking_in_order(session.config, session.task_key)[: max(short, 0)]
     ends = runtimes.ends(snapshot, session.kept)
+    standstill.until(session, runtimes.earliest(ends, session.kept))  # what the plans read of the instant
     known = held_plans.again(session, job, tasks, ends)
     if known is None:
         known = plans(session, tasks, ends)

@@ -8,7 +8,7 @@ import math
 
 from domain import quantity
 from domain.quantity import ResourceList
-from domain.scheduler import runtimes
+from domain.scheduler import runtimes, standstill
 from domain.scheduler.held_room import Held
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.session import Session
@@ -18,17 +18,17 @@ def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
     """The holds ``job`` cannot delay, whose room it may use: its own estimate ends by the
     hold's shadow time."""
     lent: list[Held] = []
-    end = math.inf  # the job's, asked only when a hold of another job has a shadow time
+    runs = None  # the job's runtime, asked only when a hold of another job has a shadow time
     for held in holds:  # most cycles hold nothing, most others one gang
         if held.job is job or held.shadow == math.inf:
             continue
-        if end == math.inf:
+        if runs is None:
             runs = runtimes.runtime(session.snapshot, job)
             if runs is None:
                 return []
-            end = session.snapshot.now + runs
-        if end <= held.shadow:
+        if session.snapshot.now + runs <= held.shadow:
             lent.append(held)
+            standstill.until(session, held.shadow - runs)  # lent while its runtime ends by the shadow time
     return lent
 
 

@@ -6,7 +6,7 @@ from domain.changes import Changes
 from domain.decisions import Decision
 from domain.objects.meta import ObjectKey
 from domain.recorded import HeldRooms
-from domain.scheduler import close_decisions, job_status, pod_status, queue_rules, registry, snapshot
+from domain.scheduler import close_decisions, job_status, pod_status, queue_rules, registry, snapshot, standstill
 from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.session import Seen, Session
@@ -17,6 +17,7 @@ from domain.state import ClusterState
 def run(
     state: ClusterState, cache: SchedulerCache, changes: Changes, config: SchedulerConfig, *, seq: int
 ) -> list[Decision]:
+    standstill.forget(cache)
     # 1. Take the snapshot: nodes, queues, jobs and tasks, network domains (the cache renewed
     #    where ``changes`` says the state changed).
     view = snapshot.build(state, config, cache, changes)
@@ -32,6 +33,7 @@ def run(
     out.extend(job_status.job_statuses(state, seq))
     out.extend(close_decisions.queue_statuses(state, session, seq))
     session.close()
+    standstill.keep(cache, session)
     return out
 
 

@@ -90,6 +90,7 @@ class SimCluster:
         self.now = 0.0
         self.changed_since: float | None = None  # earliest change the scheduler has not cycled over
         self.last_marker: float | None = None  # time of the last SCHEDULE marker
+        self.only_echoes = False  # since it, no event but echoes (``Engine.handle``'s ``echoes``)
         self.queue = EventQueue()
         self.groups: dict[str, SimGroup] = {}
         self.pods: dict[str, SimPod] = {}
@@ -130,17 +131,22 @@ class SimCluster:
         pod.uid = (pod.attempt, meta["uid"])
         return meta
 
-    def emit(self, event_type: str, obj: dict[str, Any], *, change: bool = True) -> None:
+    def emit(self, event_type: str, obj: dict[str, Any], *, echo: bool = False) -> None:
         """Write ``obj`` as a watch event of ``event_type`` (with the next resourceVersion) into
         the stream and fold it into the scheduler's state; the period now has a change, unless
-        ``change`` is False (an event the next cycle would decide nothing new from)."""
+        it is an ``echo`` (the cluster writing back a status the scheduler decided) and no
+        plugin reads the instant (``_group_status``)."""
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         line = _ENCODE.encode({"type": event_type, "cluster": self.cluster, "object": obj})
         self.events_out.write(line + b"\n")
         self.lines += 1
         self.engine.handle(parse_watch(self.cluster, event_type, obj))  # decides nothing by itself
-        if change and self.changed_since is None:
+        if echo and not self.echo_is_change:
+            return
+        if not echo:
+            self.only_echoes = False
+        if self.changed_since is None:
             self.changed_since = self.now
 
     def schedule(self, time: float) -> list[Decision]:
@@ -150,7 +156,8 @@ class SimCluster:
         line = _ENCODE.encode({"type": "SCHEDULE", "cluster": self.cluster, "time": _wall(time)})
         self.events_out.write(line + b"\n")
         self.lines += 1
-        decisions = self.engine.handle(parse_event(line)).decisions
+        decisions = self.engine.handle(parse_event(line), echoes=self.only_echoes).decisions
+        self.only_echoes = True
         for decision in decisions:
             self.decisions_out.write(encode_decision(decision) + b"\n")
             self.decided[decision.kind.value] += 1
@@ -295,8 +302,10 @@ class SimCluster:
             if condition.type == "Unschedulable" and condition.status == "True":
                 self.outcome.pending_reasons[condition.reason or "Unknown"] += 1
         # The cluster writing back a status we decided changes nothing a cycle reads but the
-        # instant, so it asks for no cycle of its own where no plugin reads the instant.
-        self.emit("MODIFIED", self._group_object(group), change=self.echo_is_change)
+        # instant, so it asks for no cycle of its own where no plugin reads the instant; where
+        # one does, its marker's cycle runs only once what the last one read of the instant may
+        # read otherwise (``Engine.handle``'s ``echoes``).
+        self.emit("MODIFIED", self._group_object(group), echo=True)
         if decision.phase == "Completed":
             self.delete_group(group, self._group_object(group))
 

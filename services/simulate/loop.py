@@ -11,7 +11,9 @@ nothing new (statuses are written only on change), so skipping it only saves tim
 what lets months of trace run in seconds. The cluster writing back PodGroup statuses we decided
 is no change in that sense unless a plugin reads the cycle's instant
 (``registry.reads_clock``): the next cycle would see the same jobs, nodes and time-free
-rules, and decide nothing (``SimCluster._group_status``).
+rules, and decide nothing (``SimCluster._group_status``). Where one does, such a period's
+marker is written, and its cycle runs only if what the last cycle read of its instant may read
+otherwise by then (``Engine.handle``'s ``echoes``, ``domain.scheduler.standstill``).
 
 The run ends when no action is left, the last marker changed nothing and no deadline is left
 to wake for. Once no action is left, deadlines may go on for ever without progress (a workload

@@ -184,7 +184,8 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
     """HPC2N's first 300 jobs at 2x, default tiers: a period in which the cluster only wrote back
     the PodGroup statuses we decided gets no SCHEDULE marker. Its cycle decided nothing: with
     those markers (as a clock-reading policy keeps them), every decision is the same, at the same
-    time, and so is every figure of the run; the stream without them replays to its decisions."""
+    time, and so is every figure of the run; each stream replays (every cycle run) to its
+    decisions."""
     trace = tmp_path / "hpc2n-300.swf"
     with gzip.open(DATA / "HPC2N-2002-2.2-cln.swf.gz", "rt") as archive:
         trace.write_text("".join(itertools.islice(archive, 331)))  # its 31 header lines, then jobs
@@ -198,6 +199,7 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
     assert metrics[0] == metrics[1]
     assert lines[0] < lines[1] - 100  # the markers left out
     assert replayed(tmp_path, without) == (without / "decisions.jsonl").read_bytes()
+    assert replayed(tmp_path, with_them) == (with_them / "decisions.jsonl").read_bytes()
 
 
 @pytest.mark.usefixtures("shared_data")

@@ -31,12 +31,13 @@ as 10 s long and the oldest is the target, as without the argument.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from domain.durations import positive_seconds
 from domain.objects.meta import ObjectKey
-from domain.scheduler import pipelining, runtimes
+from domain.scheduler import pipelining, runtimes, standstill
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugin_args import arguments_of, switch
@@ -70,6 +71,15 @@ def _eligible(snapshot: Snapshot, job: JobInfo, bound: float) -> bool:
         and snapshot.now - job.created >= bound
         and job.placed() < job.min_member
         and any(not t.best_effort for t in job.pending())
+    )
+
+
+def _next_past(snapshot: Snapshot, bound: float) -> float:
+    """When the next job short of its minimum passes ``bound`` (infinite when none waits): the
+    earliest instant an oldest-first target can appear where there is none."""
+    return min(
+        (job.created + bound for job in snapshot.waiting_jobs() if _eligible(snapshot, job, -math.inf)),
+        default=math.inf,
     )
 
 
@@ -140,7 +150,13 @@ def build(options: Mapping[str, object]) -> Plugin:
 
     def on_open(session: Session) -> None:
         snapshot = session.snapshot
-        chosen = target(snapshot, bound, by_slowdown=True) if by_slowdown else _oldest(session, bound)
+        if by_slowdown:
+            chosen = target(snapshot, bound, by_slowdown=True)
+            standstill.now(session)  # slowdowns grow with the wait, each at its own rate
+        else:
+            chosen = _oldest(session, bound)
+            if chosen is None:
+                standstill.until(session, _next_past(snapshot, bound))
 
         def order(job: JobInfo) -> Key:
             if job.key == chosen:

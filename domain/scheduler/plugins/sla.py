@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from domain.durations import positive_seconds
-from domain.scheduler import pipelining
+from domain.scheduler import pipelining, standstill
 from domain.scheduler.extension_points import Vote
 from domain.scheduler.infos import JobInfo
 from domain.scheduler.plugin_args import arguments_of
@@ -43,7 +43,12 @@ def build(options: Mapping[str, object]) -> Plugin:
 
         def past(job: JobInfo) -> Vote:
             wait = waiting_time(job, default)
-            return Vote.PERMIT if wait is not None and now - job.created >= wait else Vote.ABSTAIN
+            if wait is None:
+                return Vote.ABSTAIN
+            if now - job.created >= wait:
+                return Vote.PERMIT
+            standstill.until(session, job.created + wait)  # a job passes its waiting time then
+            return Vote.ABSTAIN
 
         pipelining.register(session, NAME, order, past)
 
