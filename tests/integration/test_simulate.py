@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from domain.engine import Engine
 from domain.scheduler import held_plans, node_offers, registry
 from domain.scheduler.config import SchedulerConfig
 from services.cli import load_config, main
@@ -200,6 +201,34 @@ def test_status_echoes_ask_for_no_cycle_when_no_plugin_reads_the_clock(
     assert lines[0] < lines[1] - 100  # the markers left out
     assert replayed(tmp_path, without) == (without / "decisions.jsonl").read_bytes()
     assert replayed(tmp_path, with_them) == (with_them / "decisions.jsonl").read_bytes()
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_echoes_run_no_cycle_while_the_last_outcome_stands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HPC2N's first 300 jobs at 2x under the history policy, whose ``reservation`` reads the
+    clock: most markers after which the cluster only wrote back our statuses run no cycle (what
+    the last one read of its instant still stands, ``standstill``), and the run is the one where
+    they all run, byte for byte; its stream replays, every cycle run, to its decisions."""
+    trace = tmp_path / "hpc2n-300.swf"
+    with gzip.open(DATA / "HPC2N-2002-2.2-cln.swf.gz", "rt") as archive:
+        trace.write_text("".join(itertools.islice(archive, 331)))  # its 31 header lines, then jobs
+    policy = Path(__file__).resolve().parents[2] / "examples" / "policies" / "large-gangs-history.yaml"
+    args = (str(trace), "--format", "swf", "--arrival-scale", "2", "--config", str(policy))
+    stands = Engine._stands
+    answers: list[bool] = []
+
+    def counted(engine: Engine, state: Any) -> bool:
+        answers.append(stands(engine, state))
+        return answers[-1]
+
+    monkeypatch.setattr(Engine, "_stands", counted)
+    skipping = simulate(tmp_path / "skipping", *args)
+    monkeypatch.setattr(Engine, "_stands", lambda *_: False)
+    running = simulate(tmp_path / "running", *args)
+    for name in ("events.jsonl", "decisions.jsonl", "metrics.json"):
+        assert (skipping / name).read_bytes() == (running / name).read_bytes()
+    assert sum(answers) > 0.9 * len(answers) > 100
+    assert replayed(tmp_path, skipping, "--config", str(policy)) == (skipping / "decisions.jsonl").read_bytes()
 
 
 @pytest.mark.usefixtures("shared_data")
