@@ -66,21 +66,19 @@ def target(snapshot: Snapshot, bound: float, *, by_slowdown: bool = False) -> Ob
 
 
 def _eligible(snapshot: Snapshot, job: JobInfo, bound: float) -> bool:
-    return (
-        not job.terminating
-        and snapshot.now - job.created >= bound
-        and job.placed() < job.min_member
-        and any(not t.best_effort for t in job.pending())
-    )
+    return snapshot.now - job.created >= bound and _short(job)
+
+
+def _short(job: JobInfo) -> bool:
+    """Whether ``job`` waits for room: not on its way out, short of its minimum, with a pending
+    task that asks for room."""
+    return not job.terminating and job.placed() < job.min_member and any(not t.best_effort for t in job.pending())
 
 
 def _next_past(snapshot: Snapshot, bound: float) -> float:
     """When the next job short of its minimum passes ``bound`` (infinite when none waits): the
     earliest instant an oldest-first target can appear where there is none."""
-    return min(
-        (job.created + bound for job in snapshot.waiting_jobs() if _eligible(snapshot, job, -math.inf)),
-        default=math.inf,
-    )
+    return min((job.created + bound for job in snapshot.waiting_jobs() if _short(job)), default=math.inf)
 
 
 @dataclass(slots=True, eq=False)
