@@ -5,7 +5,6 @@ the dispatchers that combine them by each point's rule, and what the actions fou
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -96,7 +95,6 @@ class Session:
         self.node_local = False  # predicates and scores look at the task and the node alone (``registry``)
         self.kept: dict[str, object] = {}  # what actions keep for the next session (``SchedulerCache.kept``)
         self.seen: Seen | None = None  # kept by a dry run only
-        self.standstill = math.inf  # until when what it read of its instant stands (``standstill``)
         self.candidates = Candidates(self.predicate, self.node_score)
 
     # Registration: one typed method per extension point, as Volcano's AddXxxFn.

@@ -2,8 +2,8 @@
 
 A cycle's decisions are a function of the state and of its instant. Most of it never reads the
 instant; what does says, as it reads it, the earliest instant at which its answer could be
-another (``until``), and the session keeps the earliest of them (``Session.standstill``,
-infinite when nothing reads the instant). A later cycle over the same state, at an instant
+another (``until``), and the cycle keeps the earliest of them (infinite when nothing reads
+the instant). A later cycle over the same state, at an instant
 before that, reads every answer as this one did, so it decides what this one decided, written
 already: nothing (``Engine.handle`` skips it when its caller vouches for the state).
 
@@ -27,12 +27,16 @@ import math
 from domain.scheduler.cache import SchedulerCache
 from domain.scheduler.session import Session
 
-KEPT = "standstill"
+KEPT = "standstill"  # in ``SchedulerCache.kept``: until when the last cycle's outcome stands
+READING = "standstill-reading"  # the earliest instant the running cycle's answers read so far
 
 
 def until(session: Session, instant: float) -> None:
     """An answer ``session`` read stands only before ``instant`` (scheduler seconds)."""
-    session.standstill = min(session.standstill, instant)
+    kept = session.kept
+    reading = kept.get(READING)
+    if not isinstance(reading, float) or instant < reading:
+        kept[READING] = instant
 
 
 def now(session: Session) -> None:
@@ -44,11 +48,12 @@ def forget(cache: SchedulerCache) -> None:
     """A cycle over ``cache`` begins: until it ends, no outcome is known to stand (one that
     raises leaves none)."""
     cache.kept.pop(KEPT, None)
+    cache.kept[READING] = math.inf
 
 
-def keep(cache: SchedulerCache, session: Session) -> None:
-    """The cycle of ``session`` ended: its outcome stands until its ``standstill``."""
-    cache.kept[KEPT] = session.standstill
+def keep(cache: SchedulerCache) -> None:
+    """The cycle over ``cache`` ended: its outcome stands until the earliest instant it read."""
+    cache.kept[KEPT] = cache.kept.pop(READING, -math.inf)
 
 
 def of(cache: SchedulerCache) -> float:

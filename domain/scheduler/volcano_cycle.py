@@ -33,7 +33,7 @@ def run(
     out.extend(job_status.job_statuses(state, seq))
     out.extend(close_decisions.queue_statuses(state, session, seq))
     session.close()
-    standstill.keep(cache, session)
+    standstill.keep(cache)
     return out
 
 
