@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -37,6 +38,24 @@ def get(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def metrics_once_consumed(base: str, events: int, timeout: float = 60) -> dict[tuple[str, tuple[Any, ...]], float]:
+    """The worker's samples once it counts ``events`` consumed (or at ``timeout``): the batch
+    with the decisions a test waits for may be committed before the last events' batch."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, text = get(f"{base}/metrics")
+        assert status == 200
+        got = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        consumed = sum(v for (name, _), v in got.items() if name == "schedstream_events_consumed_total")
+        if consumed >= events or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
 
 
 def wait_until_ready(base: str, timeout: float = 120) -> list[int]:
@@ -72,13 +91,7 @@ def test_the_worker_serves_readiness_metrics_and_a_status_page_and_logs_json(
         wait_for_decisions(Store(deployment.db_url), 8)
         assert get(f"{base}/healthz") == (200, "ok\n")
 
-        status, text = get(f"{base}/metrics")
-        assert status == 200
-        got = {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+        got = metrics_once_consumed(base, 24)
         assert got[("volcano_unschedule_task_count", (("cluster", "c1"), ("job_id", "team-b/eval-pg")))] == 2
         assert got[("volcano_queue_allocated_milli_cpu", (("cluster", "c1"), ("queue_name", "default")))] == 16000
         assert got[("schedstream_decisions_total", (("kind", "Bind"),))] == 4
