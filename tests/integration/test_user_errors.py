@@ -21,10 +21,15 @@ EXAMPLE = str(ROOT / "examples" / "volcano-gang.jsonl")
 KEEP = b"the earlier decisions\n"
 
 
+_HELD: list[socket.socket] = []  # bound and never listening: a connection is refused, and no server
+# started later in the run (a test's PostgreSQL or broker) can be given the port
+
+
 def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _HELD.append(s)
+    return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
