@@ -3,9 +3,9 @@
 A cycle's decisions are a function of the state and of its instant. Most of it never reads the
 instant; what does says, as it reads it, the earliest instant at which its answer could be
 another (``until``), and the cycle keeps the earliest of them (infinite when nothing reads
-the instant). A later cycle over the same state, at an instant
-before that, reads every answer as this one did, so it decides what this one decided, written
-already: nothing (``Engine.handle`` skips it when its caller vouches for the state).
+the instant). A later cycle over the same state, at an instant before that, reads every answer
+as this one did, so it decides what this one decided, written already: nothing
+(``Engine.handle`` skips it when its caller vouches for the state).
 
 What reads the instant, and until when its answer stands:
 - ``sla``: a job not yet past its waiting time until it passes it; one past it stays past;
