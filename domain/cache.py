@@ -22,6 +22,7 @@ class ClusterCache:
     changes: Changes = field(default_factory=Changes)
     volcano: SchedulerCache = field(default_factory=SchedulerCache)
     kueue: WorkloadIndex | None = None  # the live workloads, filed (``domain.kueue.workloads``)
+    quiet: bool = False  # the last cycle ran to its end and decided nothing (``Engine.idle``)
 
     def __post_init__(self) -> None:
         self.state.listener = self.changes.note

@@ -76,21 +76,42 @@ class Engine:
         state.apply(event, seq=seq, history_label=self.config.runtime_history_label)
         if not isinstance(event, ScheduleMarker) and state.on_markers:
             return Processed(event.cluster, seq, [])
-        if echoes and isinstance(event, ScheduleMarker) and self._stands(state):
+        cache = self.cache(state)
+        if echoes and isinstance(event, ScheduleMarker) and self._stands(state, state.clock):
+            cache.quiet = True  # the cycle would decide nothing over this very state
             return Processed(event.cluster, seq, [])
+        cache.quiet = False
         try:
-            return Processed(event.cluster, seq, run_cycle(state, self.cache(state), self.config, seq=seq))
+            decisions = run_cycle(state, cache, self.config, seq=seq)
         except MemoryError:
             raise  # the machine, not the input
         except Exception as exc:  # whatever one object makes the cycle raise
             return Processed(event.cluster, seq, [], cycle_failure=f"{type(exc).__name__}: {exc}")
+        cache.quiet = not decisions
+        return Processed(event.cluster, seq, decisions)
 
-    def _stands(self, state: ClusterState) -> bool:
-        """Whether the outcome of the last cycle over ``state`` stands at its clock: a Volcano
-        cycle's (``standstill``); with Workloads never, as Kueue's steps wait for the clock."""
-        if state.clock is None or state.objects.get("Workload"):
+    def idle(self, cluster: str, instant: datetime) -> bool:
+        """Whether a SCHEDULE marker of ``cluster`` at ``instant`` would decide nothing, so the
+        worker's timer need not write it: no event came since the last marker, whose cycle ran
+        to its end and decided nothing (so the state is the one that cycle read), the Volcano
+        side's outcome stands at the instant (``standstill``) and no Kueue step waits for a time
+        before it (``next_deadline``). A cluster never seen, restored from a snapshot or whose
+        last cycle raised is not idle."""
+        state, cache = self.clusters.get(cluster), self.caches.get(cluster)
+        if state is None or state.clock is None or cache is None or cache.state is not state:
             return False
-        return seconds(state.clock) < standstill.of(self.cache(state).volcano)
+        at = max(instant, state.clock)
+        if state.events_since_marker or not cache.quiet or seconds(at) >= standstill.of(cache.volcano):
+            return False
+        deadline = self.next_deadline(cluster)
+        return deadline is None or at < deadline
+
+    def _stands(self, state: ClusterState, instant: datetime | None) -> bool:
+        """For ``handle``'s echoes: whether the outcome of the last cycle over ``state`` stands at
+        ``instant``, a Volcano cycle's (``standstill``); with Workloads never."""
+        if instant is None or state.objects.get("Workload"):
+            return False
+        return seconds(instant) < standstill.of(self.cache(state).volcano)
 
     def next_deadline(self, cluster: str) -> datetime | None:
         """The earliest scheduler-clock instant after the cluster's clock at which a cycle would

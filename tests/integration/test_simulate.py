@@ -217,8 +217,8 @@ def test_echoes_run_no_cycle_while_the_last_outcome_stands(tmp_path: Path, monke
     stands = Engine._stands
     answers: list[bool] = []
 
-    def counted(engine: Engine, state: Any) -> bool:
-        answers.append(stands(engine, state))
+    def counted(engine: Engine, state: Any, instant: Any) -> bool:
+        answers.append(stands(engine, state, instant))
         return answers[-1]
 
     monkeypatch.setattr(Engine, "_stands", counted)

@@ -22,6 +22,7 @@ import pytest
 
 from domain.scheduler.config import ConfigError, SchedulerConfig, from_mapping
 from services.replay import replay
+from tests.timer_markers import check_idle_markers
 
 HERE = Path(__file__).resolve().parent
 FOLDER_NAME = re.compile(r"^(\d{3})-[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -266,3 +267,12 @@ def test_scenario(path: Path, request: pytest.FixtureRequest) -> None:
     difference = describe_difference(expected, got)
     if difference:
         pytest.fail(f"{header}\n{difference}\n{UPDATE_HINT}", pytrace=False)
+
+
+@pytest.mark.parametrize("path", discover(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_timer_marker_called_idle_decides_nothing(path: Path) -> None:
+    """Where the worker's timer writes no marker (``Engine.idle``), one would have decided
+    nothing: markers added to the scenario's stream where a timer could have written them
+    decide nothing wherever the engine calls them idle (``tests/timer_markers.py``)."""
+    scenario = _load_or_fail(path)
+    check_idle_markers(scenario.events.read_text(encoding="utf-8").splitlines(), scenario.config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
 from tests import builders as b
+from tests.unit.domain.scheduler.test_retry import SLA_GANGS
 
 GANG_MSG = "tasks in gang are ready to be scheduled"
 # The node summary of the first task that found no node, on n nodes none of which has a GPU left.
@@ -637,3 +639,41 @@ def test_an_older_resource_version_is_ignored() -> None:
     assert view(out) == []
     assert engine.state("c1").pods()["ns/p"].metadata.resource_version == "7"
     assert engine.state("c1").counters["stale_version"] == 1
+
+
+def at(seconds: float) -> datetime:
+    return b.T0 + timedelta(seconds=seconds)
+
+
+def test_a_marker_is_idle_once_a_cycle_decided_nothing_and_nothing_came_since() -> None:
+    """``Engine.idle``, which the worker's timer asks before it writes a marker. A pod too big for
+    the only node: the first marker's cycle writes its status, so the next marker is not idle
+    (the state it reads holds that decision); the next decides nothing, and after it a marker at
+    any later instant is idle (the default policy reads no clock) and indeed decides nothing. An
+    event makes the next marker not idle; so is a cluster never seen, or one with no cycle yet."""
+    engine, _ = run([b.added(b.node("n-0", cpu="4")), b.added(b.pod("big", cpu="8"))])
+    assert not engine.idle("c1", at(1))
+    assert feed(engine, [b.marker(1)]) != []
+    assert not engine.idle("c1", at(2))
+    assert feed(engine, [b.marker(2)]) == []
+    assert engine.idle("c1", at(3)) and engine.idle("c1", at(10**6))
+    assert feed(engine, [b.marker(3)]) == []
+    feed(engine, [b.added(b.node("n-1", cpu="16"))])
+    assert not engine.idle("c1", at(4))
+    assert [d.kind.value for d in feed(engine, [b.marker(4)])][:1] == ["Bind"]
+    assert not engine.idle("c2", at(5))
+
+
+def test_a_marker_is_idle_only_until_an_answer_the_cycle_read_of_the_clock_can_change() -> None:
+    """``sla`` (30 s): a gang created at 0 that cannot fit waits; the quiet cycle at 10 reads that
+    it is not past its waiting time, an answer that stands until 30: a marker is idle before 30,
+    and not from 30 on, when the gang is past it (its room is held from then on)."""
+    engine = Engine(SLA_GANGS, on_markers=lambda _cluster: True)
+    group = b.pod_group("g", min_member=2)
+    group["metadata"]["creationTimestamp"] = b.iso(0)
+    pods = [b.pod(f"g-{i}", cpu="3", group="g") for i in range(2)]
+    feed(engine, [b.added(b.node("n-0", cpu="4")), b.added(group), *map(b.added, pods), b.marker(1)])
+    assert feed(engine, [b.marker(10)]) == []
+    assert engine.idle("c1", at(29.9))
+    assert not engine.idle("c1", at(30))
+    assert not engine.idle("c1", at(31))

@@ -21,6 +21,7 @@ from services.simulate.cluster import SimCluster
 from services.simulate.loop import run_closed_loop
 from services.traces.events import START
 from services.traces.model import Trace, with_estimates
+from tests.timer_markers import check_idle_markers
 from tests.unit.domain.scheduler.test_held_room import GANG_BEHIND_SMALL, RESERVE, TWO_BACKFILLS
 from tests.unit.domain.scheduler.test_parked import _keep, _traces
 from tests.unit.domain.scheduler.test_retry import (
@@ -45,8 +46,8 @@ def _run(trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch,
     markers: list[tuple[float, float | None]] = []
     ran: list[bool] = []
 
-    def counted(engine: Engine, state: object) -> bool:
-        answer = skip and stands(engine, state)  # type: ignore[arg-type]
+    def counted(engine: Engine, state: object, instant: object) -> bool:
+        answer = skip and stands(engine, state, instant)  # type: ignore[arg-type]
         ran.append(not answer)
         return answer
 
@@ -134,6 +135,27 @@ def test_echo_markers_run_no_cycle_and_change_nothing(
     assert run[:2] == _run(trace, config, monkeypatch, skip=False)[:2]
 
 
+@pytest.mark.parametrize(
+    ("trace", "config"),
+    [
+        (BUSY, SchedulerConfig()),
+        (BUSY, LARGE_GANGS),
+        (with_estimates(BUSY, "exact"), _keep(LARGE_GANGS)),
+        (BUSY_USERS, _keep(SHORTEST_HISTORY)),
+        (BUSY, SLA_GANGS),
+    ],
+    ids=["default", "large-gangs", "estimates-kept-reasons", "history-kept-reasons", "sla"],
+)
+def test_a_timer_marker_called_idle_decides_nothing(
+    trace: Trace, config: SchedulerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live worker's timer writes no marker where ``Engine.idle`` says it would decide
+    nothing: on the busy trace's stream under five policies, markers added where the timer could
+    have written them decide nothing wherever they are called idle, and many are."""
+    idle, added = check_idle_markers(_run(trace, config, monkeypatch, skip=False)[0].splitlines(), config)
+    assert idle > 0.2 * added > 5, (idle, added)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_traces(), st.sampled_from(["estimates", "history", "sla"]))
 def test_on_generated_traces_too(trace: Trace, policy: str) -> None:
@@ -148,4 +170,6 @@ def test_on_generated_traces_too(trace: Trace, policy: str) -> None:
     trace = with_estimates(trace, "exact") if policy == "estimates" else with_users(trace, 2)
     with pytest.MonkeyPatch.context() as monkeypatch:
         skipping = _run(trace, config, monkeypatch)
-        assert skipping[:2] == _run(trace, config, monkeypatch, skip=False)[:2]
+        running = _run(trace, config, monkeypatch, skip=False)
+        assert skipping[:2] == running[:2]
+        check_idle_markers(running[0].splitlines(), config)

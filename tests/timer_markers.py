@@ -1,0 +1,75 @@
+"""The worker's timer, played on a recorded stream: ``Engine.idle`` says when a SCHEDULE marker
+would decide nothing, and the timer then writes none. To check that claim, a stream is handled
+with two markers more after each of its markers, where a timer could have written them (a third
+and two thirds of the way to the cluster's next marker; one second and ten days after its last),
+and each added marker the engine calls idle is handled anyway: it must decide nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from domain.engine import Engine
+from domain.events import Inbound, ScheduleMarker, parse_event
+from domain.scheduler.config import SchedulerConfig
+
+AFTER_THE_LAST = (timedelta(seconds=1), timedelta(days=10))
+
+
+def check_idle_markers(lines: Iterable[bytes | str], config: SchedulerConfig) -> tuple[int, int]:
+    """Handles ``lines`` with the added markers, asserting that no idle one decides anything;
+    gives how many added markers were idle, and how many were added. A line that does not
+    parse, or whose fold raises, is left out, as the pipeline leaves it out."""
+    stream: list[Inbound] = []
+    for line in lines:
+        try:
+            stream.append(parse_event(line))
+        except Exception:  # a line meant to be rejected
+            continue
+    engine, accepted = _engine(config, stream), []
+    idle = added = 0
+    for event, extra in _with_added(stream):
+        quiet = extra and engine.idle(event.cluster, event.time)  # type: ignore[union-attr]
+        try:
+            decisions = engine.handle(event).decisions
+        except Exception:  # the fold refused it: the cluster is rebuilt without it
+            engine = _engine(config, stream)
+            for kept in accepted:
+                engine.handle(kept)
+            continue
+        accepted.append(event)
+        assert not (quiet and decisions), (event, decisions)
+        idle += quiet
+        added += extra
+    return idle, added
+
+
+def _engine(config: SchedulerConfig, stream: list[Inbound]) -> Engine:
+    clocked = {event.cluster for event in stream if isinstance(event, ScheduleMarker)}
+    return Engine(config, on_markers=lambda cluster: cluster in clocked)
+
+
+def _with_added(stream: list[Inbound]) -> list[tuple[Inbound, bool]]:
+    """The stream's events (False) with the added markers (True) in place."""
+    following: dict[int, ScheduleMarker] = {}
+    last: dict[str, int] = {}
+    for i, event in enumerate(stream):
+        if isinstance(event, ScheduleMarker):
+            if event.cluster in last:
+                following[last[event.cluster]] = event
+            last[event.cluster] = i
+    out: list[tuple[Inbound, bool]] = []
+    for i, event in enumerate(stream):
+        out.append((event, False))
+        if not isinstance(event, ScheduleMarker):
+            continue
+        then = following.get(i)
+        if then is None:
+            steps = AFTER_THE_LAST
+        elif then.time > event.time:
+            gap = (then.time - event.time) / 3
+            steps = (gap, 2 * gap)
+        else:
+            steps = ()
+        out.extend((ScheduleMarker(event.cluster, event.time + step), True) for step in steps)
+    return out
