@@ -204,15 +204,20 @@ class StreamService:
 
     async def tick(self) -> None:
         """Write a SCHEDULE marker for each timer-clocked cluster this worker owns that wants a
-        cycle, into the partition its events arrive on (whatever partitioner their producer used)."""
+        cycle, into the partition its events arrive on (whatever partitioner their producer used).
+        A cluster whose marker now would decide nothing (``Engine.idle``: nothing came since the
+        last cycle, which decided nothing, and no clock-reading answer of it has changed) gets
+        none: a gang that cannot fit adds no marker a second to the topic and the store."""
         if not self.ready.is_set():
             return
-        now = timestamp(datetime.now(UTC))
-        for cluster, state in sorted(self.pipeline.engine.clusters.items()):
+        engine = self.pipeline.engine
+        at = datetime.now(UTC)
+        now = timestamp(at)
+        for cluster, state in sorted(engine.clusters.items()):
             partition = self.pipeline.partitions.get(cluster)
             if partition not in self.consumer.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:
                 continue
-            if not state.wants_cycle():
+            if not state.wants_cycle() or engine.idle(cluster, at):
                 continue
             marker = msgspec.json.encode({"type": "SCHEDULE", "cluster": cluster, "time": now})
             delivery = await self.app.producer.send(

@@ -84,6 +84,50 @@ def test_a_gang_that_does_not_fit_carries_the_unschedulable_reason_on_the_server
     assert {e["involvedObject"]["kind"] for e in events} >= {"PodGroup"}
 
 
+def test_a_gang_that_cannot_fit_gets_no_timer_markers_until_the_cluster_changes(
+    local_kube: LocalKube, chain: Services, ns: str
+) -> None:
+    """A gang waits for room and nothing on the server changes: once the cycle that wrote its
+    Unschedulable condition and the one that condition's echo asked for have run, the worker's
+    timer (every 0.5 s here) writes no SCHEDULE marker (``Engine.idle``: the last cycle decided
+    nothing, and nothing it read of the clock can change), where it wrote one every period
+    before. The node that makes room is an event: a marker follows it and the gang is bound."""
+    kube = local_kube
+    nodes = [node(f"{ns}-{x}") for x in "ab"]
+    pods = [gang_pod(f"wide-{i}", ns, "wide", "3") for i in range(2)]
+    for obj in (*nodes, *pods):
+        obj["metadata"].setdefault("labels", {})["room"] = ns
+    for p in pods:
+        p["spec"]["nodeSelector"] = {"room": ns}  # only this test's nodes, not earlier tests'
+    add_nodes(kube, nodes[0])
+    kube.kubectl("create", "-f", "-", input=manifest(pod_group("wide", ns, 2), *pods))
+    wait_for("the Unschedulable condition", lambda: any(
+        c["type"] == "Unschedulable" for c in status(kube, "podgroup", ns, "wide").get("conditions") or []
+    ))  # fmt: skip
+    settled = wait_for("the worker's stored stream to stop growing", lambda: settled_seq(chain, quiet=2), timeout=30)
+    time.sleep(5)  # ten periods of the timer
+    later = stored(chain, events, events.c.seq > settled)
+    assert [(r.type, r.kind, r.name) for r in later] == []
+    add_nodes(kube, nodes[1])
+
+    def running() -> bool:
+        items = get(kube, "pods", "-n", ns)["items"]
+        return all(p.get("status", {}).get("phase") == "Running" for p in items)
+
+    wait_for("the gang Running once the second node came", running)
+    assert {p["spec"]["nodeName"] for p in get(kube, "pods", "-n", ns)["items"]} == {f"{ns}-a", f"{ns}-b"}
+    after = stored(chain, events, events.c.seq > settled)
+    assert any(r.type == "SCHEDULE" for r in after)
+
+
+def settled_seq(services: Services, quiet: float) -> int | None:
+    """The last seq the worker stored, once nothing more has been stored for ``quiet`` seconds."""
+    first = stored(services, events)
+    time.sleep(quiet)
+    last = stored(services, events)
+    return max(r.seq for r in last) if last and len(last) == len(first) else None
+
+
 def stored(services: Services, table: Any, *where: Any) -> list[Any]:
     """Rows of the worker's store (its events and decisions, with their seq)."""
     engine = create_engine(services.env["SCHEDSTREAM_DB_URL"])
@@ -139,7 +183,7 @@ def test_a_podgroup_gets_no_status_write_once_its_pods_are_gone(
     if pods_first:
         time.sleep(1.5)  # a decision taken while a pod was left may still be on its way to the server
         before = get(kube, "podgroup", "-n", ns, "j")["metadata"]["resourceVersion"]
-        time.sleep(4)  # eight cycles of the worker, and apply's round trip
+        time.sleep(4)  # the cycles the deletions ask for, and apply's round trip
         assert get(kube, "podgroup", "-n", ns, "j")["metadata"]["resourceVersion"] == before
         delete("podgroup", "j")
     wait_for("the PodGroup's DELETED event in the worker", lambda: deleted_seq(chain, ns, "PodGroup", ["j"]))
