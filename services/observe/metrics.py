@@ -71,6 +71,13 @@ class WorkerMetrics:
             registry=r,
         )
         self.decisions = Counter("schedstream_decisions", "Decisions made, by kind.", ["kind"], registry=r)
+        self.timer = Counter(
+            "schedstream_timer_markers",
+            "SCHEDULE markers of the worker's timer for a cluster that wanted a cycle, by outcome: written,"
+            " or idle (not written: it would have decided nothing).",
+            ["outcome"],
+            registry=r,
+        )
         self.rejects = Counter("schedstream_rejects", "Inputs rejected, by reason.", ["reason"], registry=r)
         self.parked = Gauge(
             "schedstream_outbox_parked",

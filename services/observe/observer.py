@@ -43,5 +43,9 @@ class Observer:
             self.lags[partition] = lag
             self.metrics.lag.labels(str(partition)).set(lag)
 
+    def timer(self, *, written: bool) -> None:
+        """The timer wrote a marker for a cluster that wanted a cycle, or found it idle."""
+        self.metrics.timer.labels("written" if written else "idle").inc()
+
     def cycle(self, seconds: float) -> None:
         self.metrics.cycle_ms.observe(seconds * 1000)

@@ -217,13 +217,17 @@ class StreamService:
             partition = self.pipeline.partitions.get(cluster)
             if partition not in self.consumer.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:
                 continue
-            if not state.wants_cycle() or engine.idle(cluster, at):
+            if not state.wants_cycle():
+                continue
+            if engine.idle(cluster, at):
+                self.observer.timer(written=False)
                 continue
             marker = msgspec.json.encode({"type": "SCHEDULE", "cluster": cluster, "time": now})
             delivery = await self.app.producer.send(
                 self.settings.events_topic, cluster.encode(), marker, partition, None, {ORIGIN_HEADER: b"timer"}
             )
             self.own_markers.add((partition, (await delivery).offset))
+            self.observer.timer(written=True)
 
     def idle_for(self) -> float:
         """Seconds since the last input other than our own SCHEDULE markers."""

@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from services.store.store import Store
+from tests import builders as b
 from tests.e2e.test_worker import EXAMPLE, Deployment, wait_for_decisions
 from tests.integration.test_simulate import _chromium
 from tests.png import colours
@@ -130,3 +131,42 @@ def test_the_worker_serves_readiness_metrics_and_a_status_page_and_logs_json(
     lines = [json.loads(line) for line in log.splitlines() if line.strip()]
     assert any(line["event"].startswith("serving /metrics") for line in lines)
     assert any(line["event"] == "partitions assigned, state restored" for line in lines)
+
+
+def test_the_timer_writes_no_marker_while_a_waiting_gang_could_not_change_and_counts_them(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A stream without markers (the worker's timer clocks it, every 0.2 s): a node, a gang that
+    cannot fit and a lone pod that binds. Once the cycles that wrote the pod's bind and the
+    gang's status have run, the timer finds every later marker idle: the store holds only the
+    markers /metrics counts as written, a handful, while the idle ones pile up."""
+    lines = [
+        b.added(b.node("n-0", cpu="4")),
+        b.added(b.pod_group("g", min_member=2)),
+        *[b.added(b.pod(f"g-{i}", cpu="3", group="g")) for i in range(2)],
+        b.added(b.pod("lone", cpu="1")),
+    ]
+    events = tmp_path / "events.jsonl"
+    events.write_text("\n".join(lines) + "\n")
+    deployment = Deployment(
+        kafka_bootstrap, f"sqlite:///{tmp_path / 'worker.db'}", tmp_path, SCHEDSTREAM_SCHEDULE_PERIOD="0.2"
+    )
+    deployment.schedstream("produce", str(events))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    worker = deployment.start_worker("--metrics-addr", f"127.0.0.1:{port}")
+    try:
+        wait_until_ready(base)
+        store = Store(deployment.db_url)
+        wait_for_decisions(store, 2)
+        time.sleep(4)  # twenty periods
+        got = metrics_once_consumed(base, len(lines))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    written = got[("schedstream_timer_markers_total", (("outcome", "written"),))]
+    idle = got[("schedstream_timer_markers_total", (("outcome", "idle"),))]
+    stored = [payload for _, payload in store.iter_events("c1")]
+    assert sum('"SCHEDULE"' in payload for payload in stored) == written <= 4
+    assert idle >= 10
+    assert store.count("decisions") == 2  # the lone pod's bind, the gang's status
