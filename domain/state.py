@@ -56,7 +56,7 @@ class ClusterState(Recording):
     machines: dict[str, dict[ObjectKey, MachineStatus]] = field(default_factory=dict)
     tombstones: set[str] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
-    events_since_marker: int = 0
+    events_since_marker: int = 0  # watch events since the last marker (a bookmark or a kind we skip reads nothing)
     # Admission Fair Sharing: each LocalQueue's decayed usage, sampled by Kueue cycles.
     local_queue_usage: dict[ObjectKey, LocalQueueUsage] = field(default_factory=dict)
     # Each user's last runtimes (``runtime_history``), kept when the config names a user label.
@@ -101,10 +101,11 @@ class ClusterState(Recording):
     def apply(self, event: Inbound, *, seq: int, history_label: str = "") -> None:
         """Fold one event (number ``seq`` of this cluster) into the state; ``history_label``, when
         given, names the pod label whose values are users in the runtime history."""
-        self.events_since_marker = 0 if isinstance(event, ScheduleMarker) else self.events_since_marker + 1
         if isinstance(event, WatchEvent):
+            self.events_since_marker += 1
             self._apply_watch(event, seq, history_label)
         elif isinstance(event, ScheduleMarker):
+            self.events_since_marker = 0
             self.on_markers = True
             if self.clock is None or event.time > self.clock:
                 self.clock = event.time

@@ -1,8 +1,9 @@
 """The worker's timer, played on a recorded stream: ``Engine.idle`` says when a SCHEDULE marker
 would decide nothing, and the timer then writes none. To check that claim, a stream is handled
-with two markers more after each of its markers, where a timer could have written them (a third
-and two thirds of the way to the cluster's next marker; one second and ten days after its last),
-and each added marker the engine calls idle is handled anyway: it must decide nothing."""
+with two markers more after each of its markers, bookmarks and lines of kinds we skip, where a
+timer could have written them (a third and two thirds of the way from the cluster's last marker
+to its next; one second and ten days after its last), and each added marker the engine calls
+idle is handled anyway: it must decide nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from domain.engine import Engine
-from domain.events import Inbound, ScheduleMarker, parse_event
+from domain.events import Inbound, ScheduleMarker, WatchEvent, parse_event
 from domain.scheduler.config import SchedulerConfig
 
 AFTER_THE_LAST = (timedelta(seconds=1), timedelta(days=10))
@@ -51,25 +52,33 @@ def _engine(config: SchedulerConfig, stream: list[Inbound]) -> Engine:
 
 def _with_added(stream: list[Inbound]) -> list[tuple[Inbound, bool]]:
     """The stream's events (False) with the added markers (True) in place."""
-    following: dict[int, ScheduleMarker] = {}
-    last: dict[str, int] = {}
+    before: dict[int, ScheduleMarker] = {}  # per event, its cluster's last marker up to it
+    after: dict[int, ScheduleMarker] = {}  # and its cluster's next marker after it
+    last: dict[str, ScheduleMarker] = {}
     for i, event in enumerate(stream):
         if isinstance(event, ScheduleMarker):
-            if event.cluster in last:
-                following[last[event.cluster]] = event
-            last[event.cluster] = i
+            last[event.cluster] = event
+        if event.cluster in last:
+            before[i] = last[event.cluster]
+    following: dict[str, ScheduleMarker] = {}
+    for i in reversed(range(len(stream))):
+        event = stream[i]
+        if event.cluster in following:
+            after[i] = following[event.cluster]
+        if isinstance(event, ScheduleMarker):
+            following[event.cluster] = event
     out: list[tuple[Inbound, bool]] = []
     for i, event in enumerate(stream):
         out.append((event, False))
-        if not isinstance(event, ScheduleMarker):
+        start, then = before.get(i), after.get(i)
+        if isinstance(event, WatchEvent) or start is None:
             continue
-        then = following.get(i)
         if then is None:
-            steps = AFTER_THE_LAST
-        elif then.time > event.time:
-            gap = (then.time - event.time) / 3
+            steps: tuple[timedelta, ...] = AFTER_THE_LAST
+        elif then.time > start.time:
+            gap = (then.time - start.time) / 3
             steps = (gap, 2 * gap)
         else:
             steps = ()
-        out.extend((ScheduleMarker(event.cluster, event.time + step), True) for step in steps)
+        out.extend((ScheduleMarker(event.cluster, start.time + step), True) for step in steps)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -662,6 +663,22 @@ def test_a_marker_is_idle_once_a_cycle_decided_nothing_and_nothing_came_since() 
     assert not engine.idle("c1", at(4))
     assert [d.kind.value for d in feed(engine, [b.marker(4)])][:1] == ["Bind"]
     assert not engine.idle("c2", at(5))
+
+
+def test_a_bookmark_or_a_kind_we_skip_leaves_the_marker_idle() -> None:
+    """The API server sends every watch a BOOKMARK about once a minute; it, or a line of a kind
+    we do not schedule, changes nothing a cycle reads, so a quiet cluster stays idle after it
+    (and a marker then indeed decides nothing), where a watch event of ours does not."""
+    engine, _ = run([b.added(b.node("n-0", cpu="4")), b.added(b.pod("big", cpu="8")), b.marker(1), b.marker(2)])
+    unknown = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": b.meta("d", "ns")}
+    feed(engine, [json.dumps({"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "9"}},
+                              "cluster": "c1"}), b.added(unknown)])  # fmt: skip
+    counters = engine.state("c1").counters
+    assert (counters["bookmarks"], counters["unknown_kind:apps/v1/Deployment"]) == (1, 1)
+    assert engine.idle("c1", at(3))
+    assert feed(engine, [b.marker(3)]) == []
+    feed(engine, [b.modified(b.pod("big", cpu="8", rv="2"))])
+    assert not engine.idle("c1", at(4))
 
 
 def test_a_marker_is_idle_only_until_an_answer_the_cycle_read_of_the_clock_can_change() -> None:
