@@ -90,13 +90,27 @@ class Engine:
         cache.quiet = not decisions
         return Processed(event.cluster, seq, decisions)
 
+    def wants_cycle(self, cluster: str, instant: datetime) -> bool:
+        """Whether the worker's timer should consider a marker for ``cluster`` at ``instant``:
+        watch events came since the last one, pods or workloads wait (``ClusterState.wants_cycle``),
+        or a Kueue step's deadline is due (an admitted workload's PodsReady timeout, whose pods
+        wait for nothing of ours)."""
+        state = self.clusters.get(cluster)
+        if state is None:
+            return False
+        if state.wants_cycle():
+            return True
+        deadline = self.next_deadline(cluster)
+        return deadline is not None and deadline <= max(instant, state.clock or instant)
+
     def idle(self, cluster: str, instant: datetime) -> bool:
         """Whether a SCHEDULE marker of ``cluster`` at ``instant`` would decide nothing, so the
-        worker's timer need not write it: no event came since the last marker, whose cycle ran
-        to its end and decided nothing (so the state is the one that cycle read), the Volcano
-        side's outcome stands at the instant (``standstill``) and no Kueue step waits for a time
-        before it (``next_deadline``). A cluster never seen, restored from a snapshot or whose
-        last cycle raised is not idle."""
+        worker's timer need not write it: no watch event came since the last marker, whose cycle
+        ran to its end and decided nothing (so the state is the one that cycle left: its notes,
+        no decision of its own waiting for the cluster's answer), the Volcano side's outcome
+        stands at the instant (``standstill``) and no Kueue step waits for a time before it
+        (``next_deadline``). A cluster never seen, restored from a snapshot or whose last cycle
+        raised is not idle."""
         state, cache = self.clusters.get(cluster), self.caches.get(cluster)
         if state is None or state.clock is None or cache is None or cache.state is not state:
             return False

@@ -9,28 +9,37 @@ The time-driven steps of the cycle, each with the instant it acts at:
 * requeue backoff: a requeued workload (after a PodsReadyTimeout) is back in its queue at its
   ``requeueState.requeueAt`` (``queue.backing_off``), and is admitted or told why it waits;
 * second-pass backoff (S3): a workload that needs a second pass and failed one tries again at
-  ``second_pass_at`` (``second_pass.run``).
+  ``second_pass_at`` (``second_pass.run``);
+* Admission Fair Sharing's sample: a LocalQueue's usage moves only when it is sampled, once
+  ``usageSamplingInterval`` has passed since its last sample, and the usages order the
+  workloads waiting in a ClusterQueue: with workloads waiting there, a sample may put another
+  at the head (under StrictFIFO, one that fits where the old head did not), so each of its
+  LocalQueues' next sample is a deadline.
 
 Steps that a decision makes due in the next cycle (the release of an evicted workload's quota
 once its pods are gone, an admission after a release) wait for no time: the next marker takes
 them, whenever it comes, and a cluster that writes the decision back sends an event anyway.
 
-Admission Fair Sharing's sampling waits for the clock too, but decides nothing by itself: only
-admission reads the usage, and the cycle samples before admission, so a cycle that an event
-brings takes the sample then, over the whole time since the last one (the decay of a usage
-that held still meanwhile comes out the same; an entry penalty is added undecayed), and it
-sets no deadline. Nothing on the Volcano side of the cycle reads the clock.
+Where no workload waits, a sample decides nothing, and is no deadline: the cycle an event
+brings takes it then, over the whole time since the last one (the decay of a usage that held
+still meanwhile comes out the same; an entry penalty is added undecayed). What the Volcano side
+of the cycle reads of the clock is ``domain.scheduler.standstill``'s.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 
+from domain.kueue.admission_fair_sharing import applies
 from domain.kueue.lifecycle_steps import pods_ready_deadline
-from domain.kueue.settings import KueueSettings
+from domain.kueue.settings import AdmissionFairSharing, KueueSettings
 from domain.kueue.workloads import EPOCH, WorkloadIndex
+from domain.objects.kueue import ClusterQueue, LocalQueue
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState
+
+SOON = timedelta(microseconds=1)  # "at the next cycle": the earliest instant after the clock
 
 
 def next_deadline(state: ClusterState, settings: KueueSettings, index: WorkloadIndex) -> datetime | None:
@@ -54,4 +63,27 @@ def next_deadline(state: ClusterState, settings: KueueSettings, index: WorkloadI
             found.append(status.second_pass_at)
     for queued in index.queued.values():
         found.extend(info.view.requeue_at for info in queued.infos.values() if info.view.requeue_at is not None)
+    if settings.admission_fair_sharing is not None:
+        found.extend(_samples(state, settings.admission_fair_sharing, index, now))
     return min((at for at in found if at > now), default=None)
+
+
+def _samples(state: ClusterState, afs: AdmissionFairSharing, index: WorkloadIndex, now: datetime) -> Iterator[datetime]:
+    """The next sample of each LocalQueue, sampled before, of a ClusterQueue with Admission Fair
+    Sharing where workloads wait; one overdue (a LocalQueue first seen with an older
+    ``lastUpdate`` in its status) is taken by the next cycle, whenever it comes."""
+    local_queues = state.of_kind("LocalQueue")
+    waiting = set()
+    for (namespace, name), queued in index.queued.items():
+        lq = local_queues.get(ObjectKey(f"{namespace}/{name}"))
+        if queued.infos and isinstance(lq, LocalQueue):
+            waiting.add(lq.spec.cluster_queue)
+    queues = state.of_kind("ClusterQueue")
+    every = timedelta(seconds=afs.sampling)
+    for key, usage in sorted(state.local_queue_usage.items()):
+        lq = local_queues.get(key)
+        if not isinstance(lq, LocalQueue) or lq.spec.cluster_queue not in waiting:
+            continue
+        cq = queues.get(ObjectKey(lq.spec.cluster_queue))
+        if isinstance(cq, ClusterQueue) and applies(cq):
+            yield max(usage.last_update + every, now + SOON)

@@ -213,11 +213,11 @@ class StreamService:
         engine = self.pipeline.engine
         at = datetime.now(UTC)
         now = timestamp(at)
-        for cluster, state in sorted(engine.clusters.items()):
+        for cluster in sorted(engine.clusters):
             partition = self.pipeline.partitions.get(cluster)
             if partition not in self.consumer.owned or self.pipeline.clocks.get(cluster) != CLOCK_TIMER:
                 continue
-            if not state.wants_cycle():
+            if not engine.wants_cycle(cluster, at):
                 continue
             if engine.idle(cluster, at):
                 self.observer.timer(written=False)

@@ -9,12 +9,14 @@ import json
 import tomllib
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from domain.engine import Engine
 from domain.events import ScheduleMarker, parse_event
 from domain.scheduler.config import SchedulerConfig, from_mapping
 from tests import builders as b
 
+KUEUE = "kueue.x-k8s.io/v1beta1"
 SCENARIOS = Path(__file__).parents[3] / "scenarios" / "kueue"
 PODS_READY = SCENARIOS / "025-pods-ready-timeout-requeues-with-backoff"
 SECOND_PASS = SCENARIOS / "035-s3-no-replacement-without-fail-fast-backs-off-until-a-node-fits"
@@ -104,3 +106,97 @@ def test_no_deadline_without_workloads_or_once_the_pods_are_ready() -> None:
     workload["status"] = {"conditions": conditions, "admission": {"clusterQueue": "cq", "podSetAssignments": []}}
     engine.handle(parse_event(json.dumps({**event, "type": "MODIFIED"})))
     assert engine.next_deadline("c1") is None
+
+
+def test_the_timer_wants_a_marker_once_a_deadline_is_due_though_nothing_waits() -> None:
+    """The worker's timer asks ``Engine.wants_cycle`` and then ``Engine.idle``. An admitted
+    workload whose pods are not ready waits for nothing of ours (its pods are the Job
+    controller's), so only its PodsReady deadline can bring the marker that evicts it: before
+    60 s the timer wants none (and one would be idle), from 60 s on it wants one, not idle, and
+    that marker evicts."""
+    engine = Engine(_config(PODS_READY), on_markers=lambda _: True)
+    for line in (PODS_READY / "events.jsonl").read_text().splitlines()[:5]:  # the objects, the marker at 0
+        engine.handle(parse_event(line))
+    assert engine.handle(parse_event(b.marker(1))).decisions == []
+    assert not engine.state("c1").wants_cycle()
+    assert not engine.wants_cycle("c1", _at(30)) and engine.idle("c1", _at(30))
+    assert engine.wants_cycle("c1", _at(60)) and not engine.idle("c1", _at(60))
+    decided = engine.handle(parse_event(b.marker(60))).decisions
+    assert [d.reason for d in decided] == ["PodsReadyTimeout"] * 2
+
+
+def _afs_strict_fifo() -> list[str]:
+    """A StrictFIFO ClusterQueue of 4 cpu under Admission Fair Sharing: lq-a (no usage) runs a
+    2-cpu workload and heads the queue with a 4-cpu one that cannot fit; lq-b's status says it
+    consumed 8 cpu, and its 2-cpu workload waits behind."""
+
+    def workload(name: str, ns: str, cpu: str, status: dict[str, Any] | None = None) -> dict[str, Any]:
+        container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+        pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}
+        obj = {
+            "apiVersion": KUEUE,
+            "kind": "Workload",
+            "metadata": {**b.meta(name, ns), "creationTimestamp": b.iso(-3600)},
+            "spec": {"queueName": f"lq-{ns}", "podSets": [pod_set]},
+        }
+        return {**obj, "status": status} if status else obj
+
+    assignment = {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 1}
+    admitted = {
+        "conditions": [{"type": t, "status": "True", "reason": t} for t in ("QuotaReserved", "Admitted")],
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]},
+    }
+    flavor = {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}
+    usage = {"consumedResources": {"cpu": "8"}, "lastUpdate": b.iso(0)}
+    queue_spec = {
+        "queueingStrategy": "StrictFIFO",
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor]}],
+        "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
+    }
+    objects = [
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": b.meta("default"), "spec": {}},
+        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": b.meta("cq"), "spec": queue_spec},
+        {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": b.meta("lq-a", "a"), "spec": {"clusterQueue": "cq"}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": b.meta("lq-b", "b"),
+            "spec": {"clusterQueue": "cq"},
+            "status": {"fairSharing": {"admissionFairSharingStatus": usage}},
+        },
+        workload("a-run", "a", "2", admitted),
+        workload("a-big", "a", "4"),
+        workload("b-small", "b", "2"),
+    ]
+    return [b.added(obj) for obj in objects]
+
+
+def test_under_admission_fair_sharing_a_sample_is_a_deadline_while_workloads_wait() -> None:
+    """The usages move only when sampled (every 5 min here), and they order the waiting
+    workloads: with no event at all, lq-b's workload heads the StrictFIFO queue once lq-b's
+    usage has decayed below lq-a's, and is admitted. A timer (every 5 s) that writes no marker
+    ``Engine.idle`` calls idle skips most of them and still admits it at the same instant as
+    one that writes every marker, with the same decisions throughout."""
+    afs = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "5m"}
+    config = from_mapping({"kueue": {"admissionFairSharing": afs}})
+
+    def play(skip: bool) -> tuple[list[tuple[int, str, str]], int]:
+        engine = Engine(config, on_markers=lambda _: True)
+        for line in _afs_strict_fifo():
+            engine.handle(parse_event(line))
+        decided: list[tuple[int, str, str]] = []
+        skipped = 0
+        for second in range(1, 2400, 5):
+            if skip and engine.idle("c1", _at(second)):
+                skipped += 1
+                continue
+            processed = engine.handle(parse_event(b.marker(second)))
+            decided += [(second, d.target.name, d.reason) for d in processed.decisions]
+        return decided, skipped
+
+    every, _ = play(skip=False)
+    timer, skipped = play(skip=True)
+    assert timer == every
+    assert [(name, reason) for _, name, reason in every if name == "b-small"][-1:] == [("b-small", "QuotaReserved")]
+    assert skipped > 400
