@@ -3,13 +3,16 @@ would decide nothing, and the timer then writes none. To check that claim, a str
 with two markers more after each of its markers, bookmarks and lines of kinds we skip, where a
 timer could have written them (a third and two thirds of the way from the cluster's last marker
 to its next; one second and ten days after its last), and each added marker the engine calls
-idle is handled anyway: it must decide nothing."""
+idle is handled anyway: it must decide nothing. Then the stream is played as the timer plays
+it, the idle markers skipped: everything else must decide what it decided."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
+from domain.decisions import Decision
 from domain.engine import Engine
 from domain.events import Inbound, ScheduleMarker, WatchEvent, parse_event
 from domain.scheduler.config import SchedulerConfig
@@ -18,8 +21,10 @@ AFTER_THE_LAST = (timedelta(seconds=1), timedelta(days=10))
 
 
 def check_idle_markers(lines: Iterable[bytes | str], config: SchedulerConfig) -> tuple[int, int]:
-    """Handles ``lines`` with the added markers, asserting that no idle one decides anything;
-    gives how many added markers were idle, and how many were added. A line that does not
+    """Handles ``lines`` with the added markers, asserting that no idle one decides anything,
+    then again skipping the idle ones, as the timer does, asserting that every other event
+    decides what it decided the first time (ids and seqs aside: the skipped markers took seqs).
+    Gives how many added markers were idle, and how many were added. A line that does not
     parse, or whose fold raises, is left out, as the pipeline leaves it out."""
     stream: list[Inbound] = []
     for line in lines:
@@ -27,10 +32,28 @@ def check_idle_markers(lines: Iterable[bytes | str], config: SchedulerConfig) ->
             stream.append(parse_event(line))
         except Exception:  # a line meant to be rejected
             continue
+    played = _with_added(stream)
+    every, idle = _play(config, stream, played, skip=False)
+    skipping, skipped = _play(config, stream, played, skip=True)
+    assert skipping == every
+    assert skipped == idle
+    return len(idle), sum(extra for _, extra in played)
+
+
+def _play(
+    config: SchedulerConfig, stream: list[Inbound], played: list[tuple[Inbound, bool]], *, skip: bool
+) -> tuple[list[tuple[int, list[dict[str, Any]]]], list[int]]:
+    """What each event of ``played`` decided (those that decided something), and which added
+    markers were idle; with ``skip`` the idle ones are not handled."""
     engine, accepted = _engine(config, stream), []
-    idle = added = 0
-    for event, extra in _with_added(stream):
+    decided: list[tuple[int, list[dict[str, Any]]]] = []
+    idle: list[int] = []
+    for i, (event, extra) in enumerate(played):
         quiet = extra and engine.idle(event.cluster, event.time)  # type: ignore[union-attr]
+        if quiet:
+            idle.append(i)
+            if skip:
+                continue
         try:
             decisions = engine.handle(event).decisions
         except Exception:  # the fold refused it: the cluster is rebuilt without it
@@ -40,9 +63,13 @@ def check_idle_markers(lines: Iterable[bytes | str], config: SchedulerConfig) ->
             continue
         accepted.append(event)
         assert not (quiet and decisions), (event, decisions)
-        idle += quiet
-        added += extra
-    return idle, added
+        if decisions:
+            decided.append((i, [_content(d) for d in decisions]))
+    return decided, idle
+
+
+def _content(decision: Decision) -> dict[str, Any]:
+    return {key: value for key, value in decision.to_dict().items() if key not in ("id", "seq")}
 
 
 def _engine(config: SchedulerConfig, stream: list[Inbound]) -> Engine:
