@@ -11,19 +11,20 @@ The time-driven steps of the cycle, each with the instant it acts at:
 * second-pass backoff (S3): a workload that needs a second pass and failed one tries again at
   ``second_pass_at`` (``second_pass.run``);
 * Admission Fair Sharing's sample: a LocalQueue's usage moves only when it is sampled, once
-  ``usageSamplingInterval`` has passed since its last sample, and the usages order the
-  workloads waiting in a ClusterQueue: with workloads waiting there, a sample may put another
-  at the head (under StrictFIFO, one that fits where the old head did not), so each of its
-  LocalQueues' next sample is a deadline.
+  ``usageSamplingInterval`` has passed since its last sample. The usages order the workloads
+  waiting in a ClusterQueue, so with workloads waiting in two of its LocalQueues a sample may
+  put another at the head (under StrictFIFO, one that fits where the old head did not); and a
+  sample adds what the LocalQueue's admitted workloads hold at that moment, so one taken late
+  misses those that finished meanwhile. Each such LocalQueue's next sample is a deadline.
 
 Steps that a decision makes due in the next cycle (the release of an evicted workload's quota
 once its pods are gone, an admission after a release) wait for no time: the next marker takes
 them, whenever it comes, and a cluster that writes the decision back sends an event anyway.
 
-Where no workload waits, a sample decides nothing, and is no deadline: the cycle an event
-brings takes it then, over the whole time since the last one (the decay of a usage that held
-still meanwhile comes out the same; an entry penalty is added undecayed). What the Volcano side
-of the cycle reads of the clock is ``domain.scheduler.standstill``'s.
+Any other LocalQueue's sample is no deadline: the cycle an event brings takes it then, over
+the whole time since the last one (the decay of a usage with nothing admitted comes out the
+same, to the rounding; an entry penalty is added undecayed). What the Volcano side of the cycle
+reads of the clock is ``domain.scheduler.standstill``'s.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from domain.kueue.admission_fair_sharing import applies
 from domain.kueue.lifecycle_steps import pods_ready_deadline
 from domain.kueue.settings import AdmissionFairSharing, KueueSettings
 from domain.kueue.workloads import EPOCH, WorkloadIndex
+from domain.lifecycle.workload import ConditionType as C
 from domain.objects.kueue import ClusterQueue, LocalQueue
 from domain.objects.meta import ObjectKey
 from domain.state import ClusterState
@@ -70,20 +72,32 @@ def next_deadline(state: ClusterState, settings: KueueSettings, index: WorkloadI
 
 def _samples(state: ClusterState, afs: AdmissionFairSharing, index: WorkloadIndex, now: datetime) -> Iterator[datetime]:
     """The next sample of each LocalQueue, sampled before, of a ClusterQueue with Admission Fair
-    Sharing where workloads wait; one overdue (a LocalQueue first seen with an older
-    ``lastUpdate`` in its status) is taken by the next cycle, whenever it comes."""
+    Sharing, when it can matter: the LocalQueue holds admitted workloads (the sample adds what
+    they hold now; a later one would miss those that finish before it), or workloads wait in it
+    and in another LocalQueue of its ClusterQueue (the usages order them). One overdue (a
+    LocalQueue first seen with an older ``lastUpdate`` in its status) is taken by the next
+    cycle, whenever it comes."""
     local_queues = state.of_kind("LocalQueue")
-    waiting = set()
+    waiting: dict[str, set[ObjectKey]] = {}  # per ClusterQueue, its LocalQueues where workloads wait
     for (namespace, name), queued in index.queued.items():
-        lq = local_queues.get(ObjectKey(f"{namespace}/{name}"))
+        key = ObjectKey(f"{namespace}/{name}")
+        lq = local_queues.get(key)
         if queued.infos and isinstance(lq, LocalQueue):
-            waiting.add(lq.spec.cluster_queue)
+            waiting.setdefault(lq.spec.cluster_queue, set()).add(key)
+    holding = {
+        ObjectKey(f"{info.local_queue[0]}/{info.local_queue[1]}")
+        for info in index.holding.values()
+        if info.view.is_true(C.ADMITTED)
+    }
     queues = state.of_kind("ClusterQueue")
     every = timedelta(seconds=afs.sampling)
     for key, usage in sorted(state.local_queue_usage.items()):
         lq = local_queues.get(key)
-        if not isinstance(lq, LocalQueue) or lq.spec.cluster_queue not in waiting:
+        if not isinstance(lq, LocalQueue):
             continue
         cq = queues.get(ObjectKey(lq.spec.cluster_queue))
-        if isinstance(cq, ClusterQueue) and applies(cq):
+        if not isinstance(cq, ClusterQueue) or not applies(cq):
+            continue
+        beside = waiting.get(lq.spec.cluster_queue, set())
+        if key in holding or (key in beside and len(beside) > 1):
             yield max(usage.last_update + every, now + SOON)

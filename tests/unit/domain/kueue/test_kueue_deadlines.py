@@ -200,3 +200,26 @@ def test_under_admission_fair_sharing_a_sample_is_a_deadline_while_workloads_wai
     assert timer == every
     assert [(name, reason) for _, name, reason in every if name == "b-small"][-1:] == [("b-small", "QuotaReserved")]
     assert skipped > 400
+
+
+def test_a_sample_is_a_deadline_only_where_it_can_matter() -> None:
+    """A LocalQueue's next sample is a deadline while it holds admitted workloads (the sample adds
+    what they hold then) or while workloads wait in it and in another LocalQueue of its
+    ClusterQueue (the order among them); not for workloads waiting in one LocalQueue alone."""
+    afs = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "5m"}
+    config = from_mapping({"kueue": {"admissionFairSharing": afs}})
+    *objects, a_run, a_big, b_small = _afs_strict_fifo()
+
+    def deadline(*workloads: str) -> datetime | None:
+        engine = Engine(config, on_markers=lambda _: True)
+        for line in [*objects, *workloads, b.marker(1), b.marker(2)]:
+            engine.handle(parse_event(line))
+        return engine.next_deadline("c1")
+
+    def huge(workload: str) -> str:  # more than the ClusterQueue's quota
+        return workload.replace('"cpu": "4"', '"cpu": "8"').replace('"cpu": "2"', '"cpu": "8"')
+
+    huge_a, huge_b = huge(a_big), huge(b_small)
+    assert deadline(a_run) == _at(301)  # lq-a's first sample at 1 s, the next 5 min later
+    assert deadline(huge_a) is None  # one LocalQueue waiting, nothing admitted
+    assert deadline(huge_a, huge_b) == _at(300)  # two waiting; lq-b's status says it was sampled at 0
