@@ -273,6 +273,7 @@ def test_scenario(path: Path, request: pytest.FixtureRequest) -> None:
 def test_a_timer_marker_called_idle_decides_nothing(path: Path) -> None:
     """Where the worker's timer writes no marker (``Engine.idle``), one would have decided
     nothing: markers added to the scenario's stream where a timer could have written them
-    decide nothing wherever the engine calls them idle (``tests/timer_markers.py``)."""
+    decide nothing wherever the engine calls them idle, and the stream played without those
+    decides the same (``tests/timer_markers.py``)."""
     scenario = _load_or_fail(path)
     check_idle_markers(scenario.events.read_text(encoding="utf-8").splitlines(), scenario.config)
