@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import NamedTuple
 
 import msgspec
 
 from domain.cache import ClusterCache
 from domain.cycle import run_cycle
 from domain.decisions import Decision
-from domain.events import Inbound, ScheduleMarker
+from domain.events import Inbound, ScheduleMarker, WatchEvent
 from domain.kueue import deadlines, workloads
 from domain.scheduler import standstill
 from domain.scheduler.config import SchedulerConfig
@@ -29,6 +30,13 @@ class Processed(msgspec.Struct, frozen=True):
     seq: int
     decisions: list[Decision]
     cycle_failure: str = ""  # why the cycle this event triggered raised (it was skipped), or ""
+
+
+class Failing(NamedTuple):
+    """Cycles of one cluster that raised in a row (``Engine.failing``)."""
+
+    count: int
+    last: float  # the instant of the last, in seconds since the epoch
 
 
 class Engine:
@@ -73,6 +81,7 @@ class Engine:
         state = self.state(event.cluster)
         seq = state.next_seq
         state.next_seq += 1
+        came = state.events_since_marker  # watch events before this one since the last marker
         state.apply(event, seq=seq, history_label=self.config.runtime_history_label)
         if not isinstance(event, ScheduleMarker) and state.on_markers:
             return Processed(event.cluster, seq, [])
@@ -86,8 +95,11 @@ class Engine:
         except MemoryError:
             raise  # the machine, not the input
         except Exception as exc:  # whatever one object makes the cycle raise
+            watched = came or isinstance(event, WatchEvent)
+            cache.failures = 1 if watched or not cache.failures else cache.failures + 1
+            cache.failed_at = seconds(state.clock) if state.clock is not None else 0.0
             return Processed(event.cluster, seq, [], cycle_failure=f"{type(exc).__name__}: {exc}")
-        cache.quiet = not decisions
+        cache.quiet, cache.failures = not decisions, 0
         return Processed(event.cluster, seq, decisions)
 
     def wants_cycle(self, cluster: str, instant: datetime) -> bool:
@@ -119,6 +131,18 @@ class Engine:
             return False
         deadline = self.next_deadline(cluster)
         return deadline is None or at < deadline
+
+    def failing(self, cluster: str) -> Failing | None:
+        """The cycles of ``cluster`` that raised one after another, no watch event between them
+        nor since the last: how many, and when the last ran. Then the state is the one the last
+        failed over, but for the clock (the worker's timer backs off). None when the last cycle
+        ran to its end, a watch event came since, or the cluster or its cache is new."""
+        state, cache = self.clusters.get(cluster), self.caches.get(cluster)
+        if state is None or cache is None or cache.state is not state or not cache.failures:
+            return None
+        if state.events_since_marker:
+            return None
+        return Failing(cache.failures, cache.failed_at)
 
     def _stands(self, state: ClusterState, instant: datetime | None) -> bool:
         """For ``handle``'s echoes: whether the outcome of the last cycle over ``state`` stands at

@@ -74,7 +74,8 @@ class WorkerMetrics:
         self.timer = Counter(
             "schedstream_timer_markers",
             "SCHEDULE markers of the worker's timer for a cluster that wanted a cycle, by outcome: written,"
-            " or idle (not written: it would have decided nothing).",
+            " idle (not written: it would have decided nothing) or backoff (not written: the cluster's"
+            " last cycles raised, and the wait after them is not over).",
             ["outcome"],
             registry=r,
         )

@@ -43,9 +43,10 @@ class Observer:
             self.lags[partition] = lag
             self.metrics.lag.labels(str(partition)).set(lag)
 
-    def timer(self, *, written: bool) -> None:
-        """The timer wrote a marker for a cluster that wanted a cycle, or found it idle."""
-        self.metrics.timer.labels("written" if written else "idle").inc()
+    def timer(self, outcome: str) -> None:
+        """What the timer did for a cluster that wanted a cycle: wrote its marker ("written"),
+        found it idle ("idle") or waited after cycles that raised ("backoff")."""
+        self.metrics.timer.labels(outcome).inc()
 
     def cycle(self, seconds: float) -> None:
         self.metrics.cycle_ms.observe(seconds * 1000)

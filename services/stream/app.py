@@ -46,6 +46,7 @@ from services.stream.topics import MESSAGE_LIMIT, refused
 
 logger = log.get("schedstream.worker")
 END_OFFSETS_TIMEOUT = 5.0
+FAILED_CYCLE_BACKOFF = 300.0  # seconds: the longest wait of the timer after cycles that raised
 
 
 class StreamService:
@@ -220,14 +221,29 @@ class StreamService:
             if not engine.wants_cycle(cluster, at):
                 continue
             if engine.idle(cluster, at):
-                self.observer.timer(written=False)
+                self.observer.timer("idle")
+                continue
+            if self._backing_off(cluster, at.timestamp()):
+                self.observer.timer("backoff")
                 continue
             marker = msgspec.json.encode({"type": "SCHEDULE", "cluster": cluster, "time": now})
             delivery = await self.app.producer.send(
                 self.settings.events_topic, cluster.encode(), marker, partition, None, {ORIGIN_HEADER: b"timer"}
             )
             self.own_markers.add((partition, (await delivery).offset))
-            self.observer.timer(written=True)
+            self.observer.timer("written")
+
+    def _backing_off(self, cluster: str, now: float) -> bool:
+        """Whether the cluster's cycles have been raising (``Engine.failing``: nothing came since)
+        and the wait after the last is not over: one period after the first failure, doubling
+        with each one after it up to ``FAILED_CYCLE_BACKOFF`` seconds. A cycle that raises over
+        the same state raises alike, and each adds a reject to the DLQ: without the wait, one
+        object the cycle cannot handle on a quiet cluster adds one a period, 86,400 a day."""
+        failing = self.pipeline.engine.failing(cluster)
+        if failing is None:
+            return False
+        wait = min(self.settings.schedule_period * 2 ** min(failing.count - 1, 32), FAILED_CYCLE_BACKOFF)
+        return now < failing.last + wait
 
     def idle_for(self) -> float:
         """Seconds since the last input other than our own SCHEDULE markers."""

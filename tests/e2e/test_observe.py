@@ -170,3 +170,66 @@ def test_the_timer_writes_no_marker_while_a_waiting_gang_could_not_change_and_co
     assert sum('"SCHEDULE"' in payload for payload in stored) == written <= 4
     assert idle >= 10
     assert store.count("decisions") == 2  # the lone pod's bind, the gang's status
+
+
+POISON = """\
+import domain.engine
+
+_real = domain.engine.run_cycle
+
+
+def run_cycle(state, cache, config, *, seq):
+    if "ns/poison" in state.pods():
+        raise ZeroDivisionError("a pod the cycle cannot handle")
+    return _real(state, cache, config, seq=seq)
+
+
+domain.engine.run_cycle = run_cycle
+"""
+
+
+def test_the_timer_backs_off_while_cycles_raise_and_comes_back_when_the_object_changes(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A worker whose cycle raises while a pod named ``poison`` exists (the failure planted by a
+    ``sitecustomize`` on its path: no input we know makes a cycle raise), its timer every 0.2 s.
+    Each failed cycle is a reject in the DLQ; with nothing else coming, the timer waits one
+    period, then two, four...: in 5 s a handful of markers and rejects, not 25. Deleting the
+    pod brings a marker at once, and the other pod binds."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(POISON)
+    lines = [b.added(b.node("n-0", cpu="4")), b.added(b.pod("poison", cpu="1")), b.added(b.pod("lone", cpu="1"))]
+    events = tmp_path / "events.jsonl"
+    events.write_text("\n".join(lines) + "\n")
+    deployment = Deployment(
+        kafka_bootstrap, f"sqlite:///{tmp_path / 'worker.db'}", tmp_path,
+        SCHEDSTREAM_SCHEDULE_PERIOD="0.2", PYTHONPATH=str(hook),
+    )  # fmt: skip
+    deployment.schedstream("produce", str(events))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    worker = deployment.start_worker("--metrics-addr", f"127.0.0.1:{port}")
+    try:
+        wait_until_ready(base)
+        store = Store(deployment.db_url)
+        metrics_once_consumed(base, len(lines))
+        time.sleep(5)  # twenty-five periods
+        got = metrics_once_consumed(base, len(lines))
+        reasons = [reason for _, reason in store.rejects()]
+        gone = tmp_path / "gone.jsonl"
+        gone.write_text(b.deleted(b.pod("poison", cpu="1", rv="2")) + "\n")
+        deployment.schedstream("produce", str(gone))
+        wait_for_decisions(store, 1, timeout=10)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    written = got[("schedstream_timer_markers_total", (("outcome", "written"),))]
+    waited = got[("schedstream_timer_markers_total", (("outcome", "backoff"),))]
+    stored = [payload for _, payload in store.iter_events("c1")]
+    assert 3 <= written <= 8 and waited >= 15  # 0.2, 0.4, 0.8, 1.6, 3.2 s apart
+    assert written <= len(reasons) <= written + 1  # one failed cycle each (one more may come after the scrape)
+    assert all(reason.endswith("skipped: ZeroDivisionError: a pod the cycle cannot handle") for reason in reasons)
+    assert sum('"SCHEDULE"' in payload for payload in stored) > written  # the marker after the deletion
+    (bind,) = [json.loads(payload) for payload in store.decisions()]
+    assert (bind["kind"], bind["target"]["name"]) == ("Bind", "lone")
