@@ -133,6 +133,29 @@ def test_the_worker_serves_readiness_metrics_and_a_status_page_and_logs_json(
     assert any(line["event"] == "partitions assigned, state restored" for line in lines)
 
 
+def _timer_worker(
+    kafka_bootstrap: str, tmp_path: Path, lines: list[str], **extra: str
+) -> tuple[Deployment, subprocess.Popen[bytes], str]:
+    """``lines`` produced to a deployment of their own (``extra``: more of its environment), and
+    its worker started with its timer every 0.2 s and /metrics served: the deployment, the
+    worker and the base URL, once the worker is ready."""
+    events = tmp_path / "events.jsonl"
+    events.write_text("\n".join(lines) + "\n")
+    deployment = Deployment(
+        kafka_bootstrap, f"sqlite:///{tmp_path / 'worker.db'}", tmp_path, SCHEDSTREAM_SCHEDULE_PERIOD="0.2", **extra
+    )
+    deployment.schedstream("produce", str(events))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    worker = deployment.start_worker("--metrics-addr", f"127.0.0.1:{port}")
+    try:
+        wait_until_ready(base)
+    except BaseException:
+        worker.kill()
+        raise
+    return deployment, worker, base
+
+
 def test_the_timer_writes_no_marker_while_a_waiting_gang_could_not_change_and_counts_them(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -146,18 +169,9 @@ def test_the_timer_writes_no_marker_while_a_waiting_gang_could_not_change_and_co
         *[b.added(b.pod(f"g-{i}", cpu="3", group="g")) for i in range(2)],
         b.added(b.pod("lone", cpu="1")),
     ]
-    events = tmp_path / "events.jsonl"
-    events.write_text("\n".join(lines) + "\n")
-    deployment = Deployment(
-        kafka_bootstrap, f"sqlite:///{tmp_path / 'worker.db'}", tmp_path, SCHEDSTREAM_SCHEDULE_PERIOD="0.2"
-    )
-    deployment.schedstream("produce", str(events))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    worker = deployment.start_worker("--metrics-addr", f"127.0.0.1:{port}")
+    deployment, worker, base = _timer_worker(kafka_bootstrap, tmp_path, lines)
+    store = Store(deployment.db_url)
     try:
-        wait_until_ready(base)
-        store = Store(deployment.db_url)
         wait_for_decisions(store, 2)
         time.sleep(4)  # twenty periods
         got = metrics_once_consumed(base, len(lines))
@@ -200,19 +214,9 @@ def test_the_timer_backs_off_while_cycles_raise_and_comes_back_when_the_object_c
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(POISON)
     lines = [b.added(b.node("n-0", cpu="4")), b.added(b.pod("poison", cpu="1")), b.added(b.pod("lone", cpu="1"))]
-    events = tmp_path / "events.jsonl"
-    events.write_text("\n".join(lines) + "\n")
-    deployment = Deployment(
-        kafka_bootstrap, f"sqlite:///{tmp_path / 'worker.db'}", tmp_path,
-        SCHEDSTREAM_SCHEDULE_PERIOD="0.2", PYTHONPATH=str(hook),
-    )  # fmt: skip
-    deployment.schedstream("produce", str(events))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    worker = deployment.start_worker("--metrics-addr", f"127.0.0.1:{port}")
+    deployment, worker, base = _timer_worker(kafka_bootstrap, tmp_path, lines, PYTHONPATH=str(hook))
+    store = Store(deployment.db_url)
     try:
-        wait_until_ready(base)
-        store = Store(deployment.db_url)
         metrics_once_consumed(base, len(lines))
         time.sleep(5)  # twenty-five periods
         got = metrics_once_consumed(base, len(lines))
