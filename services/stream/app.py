@@ -236,9 +236,10 @@ class StreamService:
     def _backing_off(self, cluster: str, now: float) -> bool:
         """Whether the cluster's cycles have been raising (``Engine.failing``: nothing came since)
         and the wait after the last is not over: one period after the first failure, doubling
-        with each one after it up to ``FAILED_CYCLE_BACKOFF`` seconds. A cycle that raises over
-        the same state raises alike, and each adds a reject to the DLQ: without the wait, one
-        object the cycle cannot handle on a quiet cluster adds one a period, 86,400 a day."""
+        with each one after it up to ``FAILED_CYCLE_BACKOFF`` seconds. Over the same state (only
+        the clock moves) a cycle that raised most likely raises again, and each adds a reject to
+        the DLQ: without the wait, one object the cycle cannot handle on a quiet cluster adds one
+        a period, 86,400 a day."""
         failing = self.pipeline.engine.failing(cluster)
         if failing is None:
             return False
