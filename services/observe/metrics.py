@@ -33,11 +33,13 @@ ROLE = "standalone"  # Kueue's replica_role of a process that is not one of seve
 _MS_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 _S_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _DETAIL = re.compile(r"( - at `.*`|: .*)$")
+_NUMBER = re.compile(r"\b\d+\b")
 
 
 def reject_class(reason: str) -> str:
-    """A reject reason without its detail (the offending value, the JSON path): a bounded label."""
-    return _DETAIL.sub("", reason)[:80] or "unknown"
+    """A reject reason without its detail (the offending value, the JSON path) and with its
+    numbers as ``N`` (a failed cycle's seq): a bounded label."""
+    return _NUMBER.sub("N", _DETAIL.sub("", reason))[:80] or "unknown"
 
 
 class WorkerMetrics:

@@ -234,6 +234,8 @@ def test_the_timer_backs_off_while_cycles_raise_and_comes_back_when_the_object_c
     assert 3 <= written <= 8 and waited >= 15  # 0.2, 0.4, 0.8, 1.6, 3.2 s apart
     assert written <= len(reasons) <= written + 1  # one failed cycle each (one more may come after the scrape)
     assert all(reason.endswith("skipped: ZeroDivisionError: a pod the cycle cannot handle") for reason in reasons)
+    series = [labels for name, labels in got if name == "schedstream_rejects_total"]
+    assert series == [(("reason", "scheduling cycle at seq N failed and was skipped"),)]  # one label, any seq
     assert sum('"SCHEDULE"' in payload for payload in stored) > written  # the marker after the deletion
     (bind,) = [json.loads(payload) for payload in store.decisions()]
     assert (bind["kind"], bind["target"]["name"]) == ("Bind", "lone")

@@ -110,8 +110,13 @@ def test_the_status_page_lists_queues_the_waiting_gang_with_its_reason_and_recen
         ("not JSON: unexpected character: line 1, column 1", "not JSON"),
         ("invalid Pod: invalid quantity 'two' - at `$.object.spec`", "invalid Pod"),
         ("object lacks `metadata.name` - at `$.object.metadata.name`", "object lacks `metadata.name`"),
+        (
+            "scheduling cycle at seq 31234 failed and was skipped: KeyError: 'ns/p'",
+            "scheduling cycle at seq N failed and was skipped",
+        ),
+        ("invalid batch.volcano.sh/v1alpha1 Job: expected int", "invalid batch.volcano.sh/v1alpha1 Job"),
     ],
-    ids=["not json", "invalid object", "missing name"],
+    ids=["not json", "invalid object", "missing name", "failed cycle", "version digits kept"],
 )
 def test_a_reject_reason_loses_its_detail_to_stay_a_bounded_label(reason: str, want: str) -> None:
     assert reject_class(reason) == want
