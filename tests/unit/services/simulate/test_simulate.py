@@ -257,3 +257,24 @@ def test_the_binpack_example_policy_keeps_a_node_whole_where_the_default_spreads
     packed = closed_loop(trace, from_mapping(policy))[0]
     assert times(packed) == {"a": (1, 101), "b": (1, 101), "big": (11, 21)}
     assert packed.pending_reasons == {}
+
+
+def test_the_large_gangs_binpack_policy_starts_a_whole_node_pod_that_spreading_leaves_waiting_for_ever() -> None:
+    # Two 4-cpu nodes; a and b (2 cpu) arrive at 0 and never end, big (4 cpu, 10 s) at 10. Under
+    # large-gangs.yaml nodeorder spreads a and b, and big never starts: holding room cannot help
+    # it, since nothing on either node ever ends (openb's whole-node pods).
+    # large-gangs-binpack.yaml packs a and b onto one node, and big starts at the next marker.
+    two_cpu = {"cpu": "2", "memory": "1Gi"}
+    trace = Trace(
+        (
+            Job("a", 0, None, requests=two_cpu),
+            Job("b", 0, None, requests=two_cpu),
+            Job("big", 10, 10, requests={"cpu": "4", "memory": "1Gi"}),
+        ),
+        THREE_NODES[:2],
+    )
+    policies = Path(__file__).parents[4] / "examples" / "policies"
+    spread = closed_loop(trace, from_mapping(yaml.safe_load((policies / "large-gangs.yaml").read_text())))[0]
+    assert times(spread) == {"a": (1, None), "b": (1, None), "big": (None, None)}
+    packed = closed_loop(trace, from_mapping(yaml.safe_load((policies / "large-gangs-binpack.yaml").read_text())))[0]
+    assert times(packed) == {"a": (1, None), "b": (1, None), "big": (11, 21)}
