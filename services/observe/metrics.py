@@ -25,6 +25,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from domain.decisions import Decision, DecisionKind
+from domain.engine import Failing
 from domain.quantity import CPU, MEMORY, MILLI
 from domain.state import ClusterState
 from services.observe.view import ClusterView, view_of
@@ -43,7 +44,9 @@ def reject_class(reason: str) -> str:
 
 
 class WorkerMetrics:
-    def __init__(self, states: Callable[[], Iterable[ClusterState]]) -> None:
+    def __init__(
+        self, states: Callable[[], Iterable[ClusterState]], failing: Callable[[str], Failing | None] = lambda _: None
+    ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.cycle_ms = Histogram(
@@ -87,7 +90,7 @@ class WorkerMetrics:
             "Outbox rows the broker refused, kept in the store's outbox_parked table: alert when above 0.",
             registry=r,
         )
-        r.register(_StateCollector(states))
+        r.register(_StateCollector(states, failing))
 
     def observe_batch(
         self, partition: int, events: int, decisions: Sequence[Decision], rejects: Sequence[str], seconds: float
@@ -140,11 +143,20 @@ def _per_resource(amounts: dict[str, int]) -> Iterator[tuple[str, str, float]]:
 class _StateCollector(Collector):
     """Gauges read from the clusters' state at each scrape."""
 
-    def __init__(self, states: Callable[[], Iterable[ClusterState]]) -> None:
-        self.states = states
+    def __init__(self, states: Callable[[], Iterable[ClusterState]], failing: Callable[[str], Failing | None]) -> None:
+        self.states, self.failing = states, failing
 
     def collect(self) -> Iterator[Metric]:
-        views = [view_of(state) for state in self.states()]
+        views = [view_of(state, self.failing(state.name)) for state in self.states()]
+        failing = GaugeMetricFamily(
+            "schedstream_cycles_failing",
+            "Scheduling cycles of the cluster that raised in a row, nothing come since (0: the last ran to its"
+            " end, or something came): alert when above 0; the DLQ's rejects say why.",
+            labels=["cluster"],
+        )
+        for view in views:
+            failing.add_metric([view.cluster], view.failing.count if view.failing is not None else 0)
+        yield failing
         yield from _volcano(views)
         yield from _kueue(views)
 

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 from domain.decisions import Decision
+from domain.engine import Failing
 from domain.state import ClusterState
 from services.observe.metrics import WorkerMetrics
 
@@ -16,9 +17,12 @@ RECENT = 50  # decisions kept for the status page
 
 
 class Observer:
-    def __init__(self, states: Callable[[], Iterable[ClusterState]]) -> None:
+    def __init__(
+        self, states: Callable[[], Iterable[ClusterState]], failing: Callable[[str], Failing | None] = lambda _: None
+    ) -> None:
         self.states = states
-        self.metrics = WorkerMetrics(states)
+        self.failing = failing  # a cluster's cycles raising in a row (``Engine.failing``)
+        self.metrics = WorkerMetrics(states, failing)
         self.ready = False  # partitions assigned and their state restored from the store
         self.recent: deque[Decision] = deque(maxlen=RECENT)
         self.lags: dict[int, int] = {}

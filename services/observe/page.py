@@ -1,13 +1,13 @@
 """The live status page: one self-contained HTML document (no script, no external asset) that
-reloads itself every few seconds: readiness and lag per partition, then per cluster its queues
-(allocated / deserved / capability), its ClusterQueues (usage / nominal quota), the gangs and
-workloads still waiting with their reasons, the room gangs past their waiting bound held in the
-last cycle, and the worker's most recent decisions."""
+reloads itself every few seconds: readiness and lag per partition, then per cluster a line when
+its cycles keep raising, its queues (allocated / deserved / capability), its ClusterQueues
+(usage / nominal quota), the gangs and workloads still waiting with their reasons, the room
+gangs past their waiting bound held in the last cycle, and the worker's most recent decisions."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 
 from domain import quantity
@@ -27,6 +27,7 @@ th { background: #e8eef7; }
 .ready { color: #fff; background: #2a7d2a; padding: 0.2em 0.6em; }
 .not-ready { color: #fff; background: #b03030; padding: 0.2em 0.6em; }
 .none { color: #777; font-style: italic; }
+.failing { color: #fff; background: #b03030; padding: 0.4em 0.6em; }
 """
 
 
@@ -67,9 +68,18 @@ def _cluster(view: ClusterView) -> str:
     ]
     held = [[row.gang, str(row.nodes), _amounts(row.held), _moment(row.starts_by)] for row in view.held]
     name = escape(view.cluster)
+    failing = ""
+    if view.failing is not None:
+        last = _moment(datetime.fromtimestamp(view.failing.last, UTC))
+        failing = (
+            f'<p class="failing" id="failing-{name}">{view.failing.count} scheduling cycles in a row raised'
+            f" (the last at {last}) and were skipped: the DLQ's rejects say why. The timer waits longer"
+            " after each; any watch event brings the next cycle.</p>"
+        )
     return (
         f"<h2>Cluster {name} <small>({view.next_seq} events)</small></h2>"
-        f"<h3>Queues</h3>"
+        + failing
+        + "<h3>Queues</h3>"
         + _table(f"queues-{name}", ["queue", "state", "allocated", "deserved", "capability", "share"], queues)
         + "<h3>ClusterQueues</h3>"
         + _table(
@@ -95,7 +105,8 @@ def render(observer: Observer) -> str:
     ready = '<span class="ready">ready</span>' if observer.ready else '<span class="not-ready">not ready</span>'
     lags = [[str(p), str(lag)] for p, lag in sorted(observer.lags.items())]
     recent = [_decision(d) for d in reversed(observer.recent)]
-    clusters = "".join(_cluster(view_of(state)) for state in sorted(observer.states(), key=lambda s: s.name))
+    states = sorted(observer.states(), key=lambda s: s.name)
+    clusters = "".join(_cluster(view_of(state, observer.failing(state.name))) for state in states)
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8">'
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">'

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from domain import quantity
+from domain.engine import Failing
 from domain.kueue.cohort_tree import build as build_quota_tree
 from domain.kueue.workloads import WorkloadIndex
 from domain.lifecycle import workload as workload_lifecycle
@@ -87,9 +88,11 @@ class ClusterView:
     cluster_queues: list[ClusterQueueRow]
     waiting: list[WaitingRow]
     held: list[HeldRow] = field(default_factory=list)
+    failing: Failing | None = None  # its cycles raising in a row, nothing come since (``Engine.failing``)
 
 
-def view_of(state: ClusterState) -> ClusterView:
+def view_of(state: ClusterState, failing: Failing | None = None) -> ClusterView:
+    """``state`` as operators see it; ``failing``, the engine's word on its cycles raising."""
     return ClusterView(
         state.name,
         state.next_seq,
@@ -97,6 +100,7 @@ def view_of(state: ClusterState) -> ClusterView:
         _cluster_queues(state),
         _groups(state) + _workloads(state),
         _held(state),
+        failing,
     )
 
 

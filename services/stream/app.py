@@ -24,6 +24,7 @@ import msgspec
 from faust.auth import SASLCredentials, SSLCredentials
 from faust.types.auth import CredentialsT
 
+from domain.engine import Failing
 from domain.objects.meta import timestamp
 from domain.scheduler.config import SchedulerConfig
 from services import logging as log
@@ -69,7 +70,7 @@ class StreamService:
         self.last_activity = time.monotonic()
         self.ready = asyncio.Event()  # set once the current assignment's state is restored
         self.own_markers: set[tuple[int, int]] = set()  # (partition, offset) of our timer's markers
-        self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()))
+        self.observer = Observer(lambda: list(self.pipeline.engine.clusters.values()), self._failing)
         self.observer.metrics.parked.set_function(self.parked_outbox)  # read from the store at each scrape
         self.pipeline.on_cycle = self.observer.cycle
         self.consumer = EventsConsumer(settings, self)
@@ -233,6 +234,10 @@ class StreamService:
             self.own_markers.add((partition, (await delivery).offset))
             self.observer.timer("written")
 
+    def _failing(self, cluster: str) -> Failing | None:
+        """``Engine.failing`` of the pipeline's engine now (a restore makes a new one)."""
+        return self.pipeline.engine.failing(cluster)
+
     def _backing_off(self, cluster: str, now: float) -> bool:
         """Whether the cluster's cycles have been raising (``Engine.failing``: nothing came since)
         and the wait after the last is not over: one period after the first failure, doubling
@@ -240,7 +245,7 @@ class StreamService:
         the clock moves) a cycle that raised most likely raises again, and each adds a reject to
         the DLQ: without the wait, one object the cycle cannot handle on a quiet cluster adds one
         a period, 86,400 a day."""
-        failing = self.pipeline.engine.failing(cluster)
+        failing = self._failing(cluster)
         if failing is None:
             return False
         wait = min(self.settings.schedule_period * 2 ** min(failing.count - 1, 32), FAILED_CYCLE_BACKOFF)

@@ -17,6 +17,7 @@ from domain.engine import Engine
 from domain.events import parse_event
 from domain.scheduler.config import SchedulerConfig
 from tests import builders as b
+from tests.poisoned_cycle import poisoned
 from tests.unit.domain.scheduler.test_retry import SLA_GANGS
 
 GANG_MSG = "tasks in gang are ready to be scheduled"
@@ -703,14 +704,7 @@ def test_cycles_that_raise_in_a_row_are_counted_until_a_watch_event_or_a_cycle_t
     cannot handle is there, each marker's cycle raises; with nothing else coming the failures
     count up, each with its instant. A watch event in between starts the count again (the object
     may have changed); a bookmark does not; a cycle that runs to its end clears it."""
-    real_cycle = engine_module.run_cycle
-
-    def cycle(state: Any, cache: Any, config: SchedulerConfig, *, seq: int) -> list[Decision]:
-        if "ns/poison" in state.pods():
-            raise ZeroDivisionError("a pod the cycle cannot handle")
-        return real_cycle(state, cache, config, seq=seq)
-
-    monkeypatch.setattr(engine_module, "run_cycle", cycle)
+    monkeypatch.setattr(engine_module, "run_cycle", poisoned(engine_module.run_cycle))
     engine, _ = run([b.added(b.node("n-0", cpu="4")), b.added(b.pod("poison", cpu="1")), b.added(b.pod("p", cpu="1"))])
     assert engine.failing("c1") is None  # no cycle yet
     assert engine.handle(parse_event(b.marker(1))).cycle_failure

@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from domain import engine as engine_module
 from domain.engine import Engine
 from domain.events import InvalidEvent, parse_event
 from domain.scheduler.config import SchedulerConfig
@@ -19,6 +20,8 @@ from services.observe.metrics import reject_class
 from services.observe.observer import Observer
 from services.observe.page import render
 from services.observe.server import make_app, parse_addr
+from tests import builders as b
+from tests.poisoned_cycle import poisoned
 from tests.scenarios.test_scenarios import load
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -68,6 +71,25 @@ def test_volcano_metrics_show_the_waiting_gang_and_what_the_queue_holds() -> Non
     assert got[("schedstream_decisions_total", (("kind", "Bind"),))] == 4
     assert got[("schedstream_consumer_lag", (("partition", "0"),))] == 3
     assert got[("schedstream_rejects_total", (("reason", "invalid Pod"),))] == 1
+
+
+def test_a_cluster_whose_cycles_raise_shows_on_the_page_and_as_a_gauge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cycles made to raise while a pod named ``poison`` exists: after two failed markers the
+    status page says so in the cluster's section and ``schedstream_cycles_failing`` is 2; once
+    the pod is gone and a cycle runs to its end, the line goes and the gauge is 0."""
+    monkeypatch.setattr(engine_module, "run_cycle", poisoned(engine_module.run_cycle))
+    engine = Engine(SchedulerConfig(), on_markers=lambda _: True)
+    observer = Observer(engine.clusters.values, engine.failing)
+    for line in [b.added(b.node("n-0", cpu="4")), b.added(b.pod("poison", cpu="1")), b.marker(1), b.marker(2)]:
+        engine.handle(parse_event(line))
+    html = render(observer)
+    assert '<p class="failing" id="failing-c1">2 scheduling cycles in a row raised' in html
+    assert f"the last at {b.iso(2)}" in html
+    assert samples(observer)[("schedstream_cycles_failing", (("cluster", "c1"),))] == 2
+    for line in [b.deleted(b.pod("poison", cpu="1", rv="2")), b.marker(3)]:
+        engine.handle(parse_event(line))
+    assert 'class="failing"' not in render(observer)
+    assert samples(observer)[("schedstream_cycles_failing", (("cluster", "c1"),))] == 0
 
 
 def test_kueue_metrics_show_usage_against_quota_and_the_inadmissible_workload() -> None:
