@@ -23,9 +23,11 @@ class ClusterCache:
     volcano: SchedulerCache = field(default_factory=SchedulerCache)
     kueue: WorkloadIndex | None = None  # the live workloads, filed (``domain.kueue.workloads``)
     quiet: bool = False  # the last cycle ran to its end and decided nothing (``Engine.idle``)
-    # Cycles that raised one after another with no watch event between them, and the instant
-    # (seconds since the epoch) of the last (``Engine.failing``); 0 once a cycle runs to its end.
+    # Cycles that raised one after another (0 once a cycle runs to its end), how many of the last
+    # of them came with no watch event between them, and the instant of the last, in seconds since
+    # the epoch (``Engine.failing``).
     failures: int = 0
+    quiet_failures: int = 0
     failed_at: float = 0.0
 
     def __post_init__(self) -> None:

@@ -36,6 +36,7 @@ class Failing(NamedTuple):
     """Cycles of one cluster that raised in a row (``Engine.failing``)."""
 
     count: int
+    quiet: int  # the last of them with no watch event between them or since (0: one came since)
     last: float  # the instant of the last, in seconds since the epoch
 
 
@@ -96,10 +97,11 @@ class Engine:
             raise  # the machine, not the input
         except Exception as exc:  # whatever one object makes the cycle raise
             watched = came or isinstance(event, WatchEvent)
-            cache.failures = 1 if watched or not cache.failures else cache.failures + 1
+            cache.failures += 1
+            cache.quiet_failures = 1 if watched or not cache.quiet_failures else cache.quiet_failures + 1
             cache.failed_at = seconds(state.clock) if state.clock is not None else 0.0
             return Processed(event.cluster, seq, [], cycle_failure=f"{type(exc).__name__}: {exc}")
-        cache.quiet, cache.failures = not decisions, 0
+        cache.quiet, cache.failures, cache.quiet_failures = not decisions, 0, 0
         return Processed(event.cluster, seq, decisions)
 
     def wants_cycle(self, cluster: str, instant: datetime) -> bool:
@@ -133,16 +135,15 @@ class Engine:
         return deadline is None or at < deadline
 
     def failing(self, cluster: str) -> Failing | None:
-        """The cycles of ``cluster`` that raised one after another, no watch event between them
-        nor since the last: how many, and when the last ran. Then the state is the one the last
-        failed over, but for the clock (the worker's timer backs off). None when the last cycle
-        ran to its end, a watch event came since, or the cluster or its cache is new."""
+        """The cycles of ``cluster`` that raised one after another: how many, how many of the last
+        of them had no watch event between them nor since (``quiet``: then the state is the one the
+        last failed over, but for the clock, and the worker's timer backs off), and when the last
+        ran. None when the last cycle ran to its end, or the cluster or its cache is new."""
         state, cache = self.clusters.get(cluster), self.caches.get(cluster)
         if state is None or cache is None or cache.state is not state or not cache.failures:
             return None
-        if state.events_since_marker:
-            return None
-        return Failing(cache.failures, cache.failed_at)
+        quiet = 0 if state.events_since_marker else cache.quiet_failures
+        return Failing(cache.failures, quiet, cache.failed_at)
 
     def _stands(self, state: ClusterState, instant: datetime | None) -> bool:
         """For ``handle``'s echoes: whether the outcome of the last cycle over ``state`` stands at

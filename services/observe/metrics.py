@@ -150,8 +150,8 @@ class _StateCollector(Collector):
         views = [view_of(state, self.failing(state.name)) for state in self.states()]
         failing = GaugeMetricFamily(
             "schedstream_cycles_failing",
-            "Scheduling cycles of the cluster that raised in a row, nothing come since (0: the last ran to its"
-            " end, or something came): alert when above 0; the DLQ's rejects say why.",
+            "Scheduling cycles of the cluster that raised in a row (0: the last ran to its end): alert when"
+            " above 0; the DLQ's rejects say why.",
             labels=["cluster"],
         )
         for view in views:

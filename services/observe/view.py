@@ -88,7 +88,7 @@ class ClusterView:
     cluster_queues: list[ClusterQueueRow]
     waiting: list[WaitingRow]
     held: list[HeldRow] = field(default_factory=list)
-    failing: Failing | None = None  # its cycles raising in a row, nothing come since (``Engine.failing``)
+    failing: Failing | None = None  # its cycles raising in a row (``Engine.failing``)
 
 
 def view_of(state: ClusterState, failing: Failing | None = None) -> ClusterView:

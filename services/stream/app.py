@@ -239,16 +239,16 @@ class StreamService:
         return self.pipeline.engine.failing(cluster)
 
     def _backing_off(self, cluster: str, now: float) -> bool:
-        """Whether the cluster's cycles have been raising (``Engine.failing``: nothing came since)
-        and the wait after the last is not over: one period after the first failure, doubling
+        """Whether the cluster's cycles have been raising with nothing come since (``Engine.failing``,
+        ``quiet``) and the wait after the last is not over: one period after the first, doubling
         with each one after it up to ``FAILED_CYCLE_BACKOFF`` seconds. Over the same state (only
         the clock moves) a cycle that raised most likely raises again, and each adds a reject to
         the DLQ: without the wait, one object the cycle cannot handle on a quiet cluster adds one
         a period, 86,400 a day."""
         failing = self._failing(cluster)
-        if failing is None:
+        if failing is None or not failing.quiet:
             return False
-        wait = min(self.settings.schedule_period * 2 ** min(failing.count - 1, 32), FAILED_CYCLE_BACKOFF)
+        wait = min(self.settings.schedule_period * 2 ** min(failing.quiet - 1, 32), FAILED_CYCLE_BACKOFF)
         return now < failing.last + wait
 
     def idle_for(self) -> float:

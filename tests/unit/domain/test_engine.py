@@ -697,27 +697,28 @@ def test_a_marker_is_idle_only_until_an_answer_the_cycle_read_of_the_clock_can_c
     assert not engine.idle("c1", at(31))
 
 
-def test_cycles_that_raise_in_a_row_are_counted_until_a_watch_event_or_a_cycle_that_ends(
+def test_cycles_that_raise_in_a_row_are_counted_until_a_cycle_ends_and_quiet_ones_until_a_watch_event(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``Engine.failing``, which the worker's timer asks to back off: while a pod the cycle
-    cannot handle is there, each marker's cycle raises; with nothing else coming the failures
-    count up, each with its instant. A watch event in between starts the count again (the object
-    may have changed); a bookmark does not; a cycle that runs to its end clears it."""
+    """``Engine.failing``: while a pod the cycle cannot handle is there, each marker's cycle
+    raises, and the failures count up, each with its instant, until a cycle runs to its end. Of
+    them, the quiet ones (what the worker's timer backs off by) count only while nothing comes: a
+    watch event in between or since starts them again (the object may have changed), a bookmark
+    does not."""
     monkeypatch.setattr(engine_module, "run_cycle", poisoned(engine_module.run_cycle))
     engine, _ = run([b.added(b.node("n-0", cpu="4")), b.added(b.pod("poison", cpu="1")), b.added(b.pod("p", cpu="1"))])
     assert engine.failing("c1") is None  # no cycle yet
     assert engine.handle(parse_event(b.marker(1))).cycle_failure
-    assert engine.failing("c1") == (1, at(1).timestamp())
+    assert engine.failing("c1") == (1, 1, at(1).timestamp())
     feed(engine, [b.marker(2)])
     feed(engine, [json.dumps({"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "9"}},
                               "cluster": "c1"})])  # fmt: skip
     feed(engine, [b.marker(4)])
-    assert engine.failing("c1") == (3, at(4).timestamp())
+    assert engine.failing("c1") == (3, 3, at(4).timestamp())
     feed(engine, [b.modified(b.pod("poison", cpu="2", rv="2"))])
-    assert engine.failing("c1") is None  # something came: the next marker is worth a try
+    assert engine.failing("c1") == (3, 0, at(4).timestamp())  # something came: the next marker is worth a try
     feed(engine, [b.marker(5)])
-    assert engine.failing("c1") == (1, at(5).timestamp())
+    assert engine.failing("c1") == (4, 1, at(5).timestamp())
     feed(engine, [b.deleted(b.pod("poison", cpu="2", rv="3"))])
     assert [d.kind.value for d in feed(engine, [b.marker(6)])] == ["Bind"]
     assert engine.failing("c1") is None
