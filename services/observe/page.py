@@ -73,8 +73,7 @@ def _cluster(view: ClusterView) -> str:
         last = _moment(datetime.fromtimestamp(view.failing.last, UTC))
         failing = (
             f'<p class="failing" id="failing-{name}">{view.failing.count} scheduling cycles in a row raised'
-            f" (the last at {last}) and were skipped: the DLQ's rejects say why. The timer waits longer"
-            " after each; any watch event brings the next cycle.</p>"
+            f" (the last at {last}) and were skipped: the DLQ's rejects say why.</p>"
         )
     return (
         f"<h2>Cluster {name} <small>({view.next_seq} events)</small></h2>"
