@@ -172,8 +172,8 @@ def test_the_timer_writes_no_marker_while_a_waiting_gang_could_not_change_and_co
         b.added(b.pod("lone", cpu="1")),
     ]
     deployment, worker, base = _timer_worker(kafka_bootstrap, tmp_path, lines)
-    store = Store(deployment.db_url)
     try:
+        store = Store(deployment.db_url)
         wait_for_decisions(store, 2)
         time.sleep(4)  # twenty periods
         got = metrics_once_consumed(base, len(lines))
@@ -201,8 +201,8 @@ def test_the_timer_backs_off_while_cycles_raise_and_comes_back_when_the_object_c
     (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
     lines = [b.added(b.node("n-0", cpu="4")), b.added(b.pod("poison", cpu="1")), b.added(b.pod("lone", cpu="1"))]
     deployment, worker, base = _timer_worker(kafka_bootstrap, tmp_path, lines, PYTHONPATH=f"{hook}{os.pathsep}{ROOT}")
-    store = Store(deployment.db_url)
     try:
+        store = Store(deployment.db_url)
         metrics_once_consumed(base, len(lines))
         time.sleep(5)  # twenty-five periods
         got = metrics_once_consumed(base, len(lines))
