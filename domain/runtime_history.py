@@ -16,9 +16,7 @@ A prediction is what was observed, never assumed: a user with no finished pod ye
 held room plans with no end for their pods (as without estimates). A running pod that outlives
 its prediction is predicted to run twice as long, then twice that, and so on; a pod that also
 has an estimate runs no longer than it (Tsafrir et al. raise the prediction to the user's own
-estimate: ``domain.scheduler.runtimes``). Whether a job may be lent held room is asked with the
-longest of the user's last runtimes instead (``longest``): a job lent room that it overruns
-delays the gang that holds it.
+estimate: ``domain.scheduler.runtimes``).
 """
 
 from __future__ import annotations
@@ -69,12 +67,6 @@ class RuntimeHistory:
         none is kept (``user_of`` names a pod's user)."""
         runs = self.runs.get(user)
         return sum(runs) / len(runs) if runs else None
-
-    def longest(self, user: str) -> float | None:
-        """The longest of ``user``'s last runtimes in seconds, or None when none is kept: the
-        cautious prediction lending reads (``domain.scheduler.runtimes.cautious``)."""
-        runs = self.runs.get(user)
-        return max(runs) if runs else None
 
     def to_dict(self) -> dict[str, Any]:
         return {

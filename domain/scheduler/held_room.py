@@ -22,8 +22,7 @@ it): the members are placed again on the nodes that free up *last* by then, so t
 up sooner stay free for any job (EASY's extra nodes); and a later job whose own estimate ends
 by the shadow time may use the held room (``lending``: lent, then held again): when the runtimes are
 estimates that end a job (a batch system's requested time) it cannot delay the gang; when they
-are predictions (``runtimes``) it may, if the prediction was short, as under EASY++, so lending
-reads the longest of the user's last runtimes, not their mean (``runtimes.cautious``).
+are predictions (``runtimes``) it may, if the prediction was short, as under EASY++.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Lending held room: a job that cannot delay a gang's hold may use its room for one attempt
-(EASY's rule: its own runtime ends by the hold's shadow time; with a runtime history, the
-longest of its user's last runtimes: ``runtimes.cautious``); the room is given back before the
+(EASY's rule: its own runtime ends by the hold's shadow time); the room is given back before the
 attempt and held again after it (``Statement.give_back``, ``Statement.hold_again``)."""
 
 from __future__ import annotations
@@ -16,15 +15,15 @@ from domain.scheduler.session import Session
 
 
 def lendable(session: Session, job: JobInfo, holds: list[Held]) -> list[Held]:
-    """The holds ``job`` cannot delay, whose room it may use: its own runtime
-    (``runtimes.cautious``) ends by the hold's shadow time."""
+    """The holds ``job`` cannot delay, whose room it may use: its own estimate ends by the
+    hold's shadow time."""
     lent: list[Held] = []
     runs = None  # the job's runtime, asked only when a hold of another job has a shadow time
     for held in holds:  # most cycles hold nothing, most others one gang
         if held.job is job or held.shadow == math.inf:
             continue
         if runs is None:
-            runs = runtimes.cautious(session.snapshot, job)
+            runs = runtimes.runtime(session.snapshot, job)
             if runs is None:
                 return []
         if session.snapshot.now + runs <= held.shadow:

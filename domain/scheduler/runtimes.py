@@ -6,15 +6,14 @@ with both, the shorter (an estimate is what a user asks for, mostly far more tha
 and batch systems end a job at it: Tsafrir, Etsion and Feitelson cap their predictions there).
 A pod with neither has no known end. Each task's sources are read once (``TaskInfo.runtime``),
 and a waiting job's once per tally (``Tally.runtimes``); only the users' means are asked again,
-as the history changes at markers. Lending held room asks the cautious runtime (``cautious``):
-the longest of the user's last runtimes instead of their mean.
+as the history changes at markers.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from domain.durations import positive_seconds
@@ -96,20 +95,6 @@ def runtime(snapshot: Snapshot, job: JobInfo) -> float | None:
     """How long ``job``'s pending members that ask for room run: the longest of their runtimes
     (each the shorter of its given estimate and its user's prediction, or the one known); None
     when one has neither (or none asks)."""
-    return _runtime(snapshot, job, snapshot.runtime_history.mean)
-
-
-def cautious(snapshot: Snapshot, job: JobInfo) -> float | None:
-    """``runtime``, with each user's prediction the longest of their last runtimes instead of
-    their mean: what lending asks (``lending.lendable``). A job lent held room that runs past the
-    hold's shadow time delays the gang that holds it, and then every job after that gang; on the
-    first 18,000 HPC2N jobs at 1.5x the largest gangs' longest wait went from 2.00x to 1.77x
-    EASY's (docs/large-gangs.md, thirty-eighth session)."""
-    return _runtime(snapshot, job, snapshot.runtime_history.longest)
-
-
-def _runtime(snapshot: Snapshot, job: JobInfo, predict: Callable[[str], float | None]) -> float | None:
-    """``runtime``, each user's prediction from ``predict``."""
     tally = job.tally()
     known = tally.runtimes
     if known is None or known[0] != snapshot.history_label:
@@ -119,7 +104,7 @@ def _runtime(snapshot: Snapshot, job: JobInfo, predict: Callable[[str], float | 
         return None
     longest = 0.0
     for given, user in pairs:
-        runs = _shorter(given, None if user is None else predict(user))
+        runs = _shorter(given, None if user is None else snapshot.runtime_history.mean(user))
         if runs is None:
             return None
         longest = max(longest, runs)

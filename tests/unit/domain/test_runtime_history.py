@@ -56,7 +56,7 @@ def test_before_the_next_marker_the_runtime_waits() -> None:
     assert [user for user, _ in state.runtime_history.ended] == ["team/u"]
 
 
-def test_each_user_keeps_the_last_runs_and_predicts_their_mean_and_longest() -> None:
+def test_each_user_keeps_the_last_runs_and_predicts_their_mean() -> None:
     lines = [*_ran("a", "u", 0, 10), *_ran("b", "u", 10, 40), *_ran("c", "u", 40, 100), *_ran("d", "w", 0, 200)]
     state = _fold(lines)
     assert state.runtime_history.runs == {"team/u": (30.0, 60.0), "team/w": (200.0,)}
@@ -64,11 +64,9 @@ def test_each_user_keeps_the_last_runs_and_predicts_their_mean_and_longest() -> 
     pod = b.typed(_pod("next", "u", "Pending", started=None))
     assert user_of(pod, LABEL) == "team/u"  # type: ignore[arg-type]
     assert state.runtime_history.mean("team/u") == 45.0
-    assert state.runtime_history.longest("team/u") == 60.0
     stranger = b.typed(_pod("next", "x", "Pending", started=None))
     assert user_of(stranger, LABEL) == "team/x"  # type: ignore[arg-type]
     assert state.runtime_history.mean("team/x") is None
-    assert state.runtime_history.longest("team/x") is None
 
 
 def test_a_pod_seen_succeeded_again_counts_once() -> None:

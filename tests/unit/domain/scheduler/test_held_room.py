@@ -169,18 +169,6 @@ def test_a_running_pod_ends_by_the_shorter_of_its_estimate_and_prediction() -> N
     }  # fmt: skip
 
 
-def test_lending_asks_the_longest_of_the_users_last_runtimes() -> None:
-    """HISTORY, with q a 60 s pod of user s and c running 60 s: s's last pods ran about 5 s and
-    60 s (mean 33). The gang b holds the free node from 68 with shadow time 111, f's predicted
-    end. By the mean, c (arriving at 70) would end at 103 and be lent b's node, then run to 131
-    and delay b to 132; by the longer of the two runs it ends after 111, so it waits and b
-    starts at 112."""
-    changed = {"q": {"duration": 60, "labels": _of("s")}, "c": {"duration": 60}}
-    jobs = tuple(dataclasses.replace(j, **changed.get(j.id, {})) for j in HISTORY.jobs if j.id != "d")
-    starts_of = starts(run(Trace(jobs, HISTORY.nodes), HISTORY_CONFIG)[0])
-    assert starts_of == {"p": 1, "q": 1, "s0": 53, "f": 61, "b": 112, "c": 213}
-
-
 SHORTEST_FIRST = with_plugin("reservation", {"reservation-waiting-time": "5s", "reservation-shortest-first": True})
 # Two 4-cpu nodes: a runs on one until 101, x on the other until 1001. The gang b (both nodes)
 # arrives at 10 and holds a's node from 101 with shadow time 1001; l (500 s) arrives at 20, s
