@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
@@ -119,34 +120,32 @@ def _command(trace: Path, scale: float, options: Sequence[str], out: Path) -> li
     return [*simulate, "--arrival-scale", str(scale), *options, "--out", str(out)]
 
 
+def _run(trace: Path, scale: float, options: Sequence[str], work: Path) -> Row:
+    """One scale's run, in the caller's directory (so ``options`` may name files relative to
+    it); its directory is removed once its metrics are read (the events of a long trace take
+    hundreds of MB)."""
+    out, log = work / f"x{scale}", work / f"x{scale}.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+    with log.open("wb") as errors:
+        child = subprocess.Popen(
+            _command(trace, scale, options, out), env=env, stdout=subprocess.DEVNULL, stderr=errors
+        )
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        last = log.read_text().strip().splitlines()[-1:] or ["no message"]
+        raise SystemExit(f"bench.fairness: simulate at {scale}x failed: {last[0]}")
+    metrics = json.loads((out / "metrics.json").read_text())
+    shutil.rmtree(out)
+    return row(scale, metrics, usage.ru_utime + usage.ru_stime)
+
+
 def runs(trace: Path, scales: Sequence[float], options: Sequence[str], workers: int) -> Iterator[Row]:
-    """Each scale's row, as its run ends (at most ``workers`` at once), the run in the caller's
-    directory (so ``options`` may name files relative to it). Each run's directory is removed
-    once its metrics are read (the events of a long trace take hundreds of MB)."""
-    with tempfile.TemporaryDirectory(prefix="fairness-") as tmp:
-        waiting = list(scales)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
-        running: dict[int, tuple[float, Path, subprocess.Popen[bytes]]] = {}
-        while waiting or running:
-            while waiting and len(running) < workers:
-                scale = waiting.pop(0)
-                out = Path(tmp) / f"x{scale}"
-                log = (Path(tmp) / f"x{scale}.log").open("wb")
-                command = _command(trace, scale, options, out)
-                child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
-                log.close()
-                running[child.pid] = (scale, out, child)
-            pid, status, usage = os.wait4(-1, 0)
-            if pid not in running:
-                continue
-            scale, out, child = running.pop(pid)
-            child.returncode = os.waitstatus_to_exitcode(status)
-            if child.returncode:
-                last = (Path(tmp) / f"x{scale}.log").read_text().strip().splitlines()[-1:] or ["no message"]
-                raise SystemExit(f"bench.fairness: simulate at {scale}x failed: {last[0]}")
-            metrics = json.loads((out / "metrics.json").read_text())
-            shutil.rmtree(out)
-            yield row(scale, metrics, usage.ru_utime + usage.ru_stime)
+    """Each scale's row, as its run ends, at most ``workers`` runs at once."""
+    with tempfile.TemporaryDirectory(prefix="fairness-") as tmp, ThreadPoolExecutor(workers) as pool:
+        pending = [pool.submit(_run, trace, scale, options, Path(tmp)) for scale in scales]
+        for done in as_completed(pending):
+            yield done.result()
 
 
 def table(rows: Sequence[Row]) -> list[str]:
