@@ -130,8 +130,8 @@ def _run(trace: Path, scale: float, options: Sequence[str], work: Path) -> Row:
         child = subprocess.Popen(
             _command(trace, scale, options, out), env=env, stdout=subprocess.DEVNULL, stderr=errors
         )
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
+    _, status, usage = os.wait4(child.pid, 0)  # its own CPU time, which Popen.wait does not give
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait for it again
     if child.returncode:
         last = log.read_text().strip().splitlines()[-1:] or ["no message"]
         raise SystemExit(f"bench.fairness: simulate at {scale}x failed: {last[0]}")
@@ -149,8 +149,8 @@ def runs(trace: Path, scales: Sequence[float], options: Sequence[str], workers: 
 
 
 def table(rows: Sequence[Row]) -> list[str]:
-    """The rows by scale, then their mean and their worst, then at how many scales each target
-    holds."""
+    """The rows by scale, then their mean and their worst, the CPU-s of all the runs, then at
+    how many scales each target holds."""
     head = (
         f"{'scale':>6} {'slowdown':>10} {'EASY':>10} {'greedy':>10} {'/EASY':>6} {'/greedy':>7}"
         f" {'tail/EASY':>9} {'small/greedy':>12} {'censored':>8} {'CPU-s':>7}"
@@ -166,8 +166,9 @@ def table(rows: Sequence[Row]) -> list[str]:
             f"{name:>6} {'':>10} {'':>10} {'':>10} {pick(r.over_easy for r in rows):>6.2f}"
             f" {pick(r.over_greedy for r in rows):>7.2f} {pick(r.tail for r in rows):>9.2f}"
             f" {pick(r.small for r in rows):>12.2f} {max(r.censored for r in rows):>8d}"
-            f" {sum(r.cpu for r in rows) if name == 'mean' else max(r.cpu for r in rows):>7.1f}"
+            f" {pick(r.cpu for r in rows):>7.1f}"
         )
+    lines.append(f"{len(rows)} runs, {sum(r.cpu for r in rows):.1f} CPU-s in all")
     lines.append("")
     for target in TARGETS:
         met = sum(1 for r in rows if target.holds(r))

@@ -44,9 +44,7 @@ def reject_class(reason: str) -> str:
 
 
 class WorkerMetrics:
-    def __init__(
-        self, states: Callable[[], Iterable[ClusterState]], failing: Callable[[str], Failing | None] = lambda _: None
-    ) -> None:
+    def __init__(self, states: Callable[[], Iterable[ClusterState]], failing: Callable[[str], Failing | None]) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.cycle_ms = Histogram(
